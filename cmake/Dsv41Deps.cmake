@@ -1,0 +1,16 @@
+# Third-party dependencies, all from Debian packages (scripts/setup.sh installs them).
+find_package(Threads REQUIRED)
+find_package(fmt REQUIRED)
+find_package(simdjson REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+# utf8proc ships no CMake config on Debian 12; locate header and library directly.
+find_path(UTF8PROC_INCLUDE_DIR utf8proc.h REQUIRED)
+find_library(UTF8PROC_LIBRARY utf8proc REQUIRED)
+add_library(dsv41_utf8proc INTERFACE)
+target_include_directories(dsv41_utf8proc INTERFACE ${UTF8PROC_INCLUDE_DIR})
+target_link_libraries(dsv41_utf8proc INTERFACE ${UTF8PROC_LIBRARY})
+if(DSV41_BUILD_TESTS)
+  find_package(Catch2 2 REQUIRED)
+  include(Catch)
+endif()

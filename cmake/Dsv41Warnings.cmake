@@ -1,0 +1,14 @@
+# Warning set shared by all libdsv41 targets: dsv41_apply_warnings(target).
+function(dsv41_apply_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
+  if(DSV41_FATAL_WARNINGS)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+  endif()
+endfunction()
+
+if(DSV41_SANITIZE)
+  string(REPLACE ";" "," _san "${DSV41_SANITIZE}")
+  add_compile_options(-fsanitize=${_san} -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=${_san})
+endif()

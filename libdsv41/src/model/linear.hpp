@@ -1,0 +1,58 @@
+// Linear: y[T, out] = x[T, in] · Wᵀ for a weight W [out, in] (nn.Linear convention) read straight
+// from the mmapped checkpoint in its stored format, dequantised one row at a time (no fp32 copy of
+// the model). Formats (spec model-architecture.md §1.4): FP8 e4m3 + E8M0 32x32 block scales,
+// packed FP4 e2m1 (even column = low nibble) + E8M0 per-row-per-32 scales, BF16, F32.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/model_config.hpp"
+#include "loader/checkpoint.hpp"
+
+namespace dsv41 {
+
+class ThreadPool;
+
+enum class WeightFormat { kF32, kBF16, kFp8Block, kFp4Row };
+
+class Linear {
+ public:
+  Linear() = default;
+  // Binds `<prefix>.weight` (and `<prefix>.scale` for FP8/FP4) and checks dtype and shape
+  // [out, in] (FP4: [out, in/2] I8 + [out, in/block] E8M0); errors name the tensor and file.
+  static Linear bind(const Checkpoint& ck, const std::string& prefix, int64_t out, int64_t in,
+                     const QuantizationConfig& q);
+  // A BF16/F32 tensor without `.weight` suffix handling: binds `name` itself as [out, in].
+  static Linear bind_plain(const Checkpoint& ck, const std::string& name, int64_t out, int64_t in);
+
+  int64_t out_features() const { return out_; }
+  int64_t in_features() const { return in_; }
+  WeightFormat format() const { return format_; }
+  bool bound() const { return w_ != nullptr; }
+
+  // dst[in] = W[r, :] in fp32 (exact dequantisation).
+  void dequantize_row(int64_t r, float* dst) const;
+  // y[t, o] = Σ_i x[t, i] · W[o, i], fp32 accumulation in index order. Rows of W are split across
+  // the pool (if given); each row is dequantised once per call.
+  void forward(const float* x, int64_t T, float* y, ThreadPool* pool) const;
+  // Rows [row_begin, row_end) only: y[t, o - row_begin] (tensor-parallel shards, grouped wo_a).
+  void forward_rows(const float* x, int64_t T, int64_t row_begin, int64_t row_end, float* y,
+                    ThreadPool* pool) const;
+
+ private:
+  WeightFormat format_ = WeightFormat::kF32;
+  const uint8_t* w_ = nullptr;
+  const uint8_t* scale_ = nullptr;
+  int64_t out_ = 0, in_ = 0;
+  int64_t block_rows_ = 32, block_cols_ = 32;
+};
+
+// A 1-D fp32 vector (norm weights, biases, sinks) converted from BF16/F32 at bind time.
+std::vector<float> load_vector(const Checkpoint& ck, const std::string& name, int64_t n);
+// A 2-D fp32 matrix [rows, cols] converted from BF16/F32 (small tensors only: hc_fn, gate).
+std::vector<float> load_matrix(const Checkpoint& ck, const std::string& name, int64_t rows,
+                               int64_t cols);
+
+}  // namespace dsv41

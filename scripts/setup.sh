@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency from Debian packages (and the pinned npm test clients).
+# Idempotent: re-running only installs what is missing. Needs root (or sudo) for apt.
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build pkg-config git
+      libsimdjson-dev libfmt-dev catch2 libboost-dev libpcre2-dev libutf8proc-dev libibverbs-dev
+      python3 iproute2)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi

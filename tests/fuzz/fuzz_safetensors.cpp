@@ -1,0 +1,18 @@
+// libFuzzer target: the safetensors header parser must reject or accept any byte string without
+// reading out of bounds; accepted headers must describe tensors inside the buffer.
+#include <cstddef>
+#include <cstdint>
+
+#include "core/check.hpp"
+#include "loader/safetensors.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  try {
+    auto h = dsv41::SafetensorsHeader::parse(data, size, "fuzz");
+    for (const auto& t : h.tensors) {
+      if (h.data_start + t.offset + t.nbytes > size) __builtin_trap();
+    }
+  } catch (const dsv41::detail::Failure&) {
+  }
+  return 0;
+}
