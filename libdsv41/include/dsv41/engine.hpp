@@ -1,0 +1,95 @@
+// Engine: the request scheduler. Requests are submitted (token prompt + sampling + stop rules),
+// run up to max_sequences at a time with chunked prefill and continuous batching (new requests
+// join between steps), and stream events to a callback. Owns one scheduler thread.
+// Thread-safety: submit/cancel/stats/shutdown may be called from any thread. Callbacks run on
+// the scheduler thread, one at a time; they must not block and must not call shutdown().
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dsv41/export.hpp"
+#include "dsv41/model.hpp"
+#include "dsv41/sampler.hpp"
+#include "dsv41/status.hpp"
+#include "dsv41/stop.hpp"
+
+namespace dsv41 {
+
+struct EngineParams {
+  int max_sequences = 2;              // sequences advanced per step (reference: 2)
+  int64_t max_batched_tokens = 2048;  // prompt tokens per step over all sequences (chunked prefill)
+  int64_t max_context = 262144;       // prompt + generated tokens per sequence
+  int64_t kv_bytes = 2700000000;      // state budget in the model's quantised formats (KV_BYTES)
+  int prefix_cache_entries = 4;       // finished prefixes kept for reuse (0 = off)
+  int max_queue = 256;                // waiting requests before submit() answers kOutOfMemory
+  Status validate() const;
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;
+  SamplerParams sampling;
+  StopParams stop;
+};
+
+using RequestId = uint64_t;
+
+struct GenerationEvent {
+  enum class Kind { kToken, kFinished };
+  RequestId id = 0;
+  Kind kind = Kind::kToken;
+  int32_t token = -1;  // kToken: the sampled token
+  std::string text;    // newly releasable text (UTF-8 complete, stop strings held back / cut)
+  // kFinished: reason kStop / kLength with status ok, or status kCancelled / an error.
+  FinishReason finish = FinishReason::kNone;
+  Status status;
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens served from the prefix cache
+  int64_t completion_tokens = 0;
+};
+
+using EventCallback = std::function<void(const GenerationEvent&)>;
+
+struct EngineStats {
+  int64_t waiting = 0;
+  int64_t running = 0;
+  int64_t kv_bytes_used = 0;  // reserved by running sequences + prefix cache
+  int64_t kv_bytes_total = 0;
+  int64_t prefix_cache_hits = 0;
+  int64_t prefix_cache_queries = 0;
+  int64_t prompt_tokens_total = 0;
+  int64_t generation_tokens_total = 0;
+};
+
+class DSV41_API Engine {
+ public:
+  [[nodiscard]] static Result<Engine> create(const Model& model, const EngineParams& params = {});
+  Engine(Engine&&) noexcept;
+  Engine& operator=(Engine&&) noexcept;
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+  ~Engine();  // shutdown()
+
+  // Queues a request. Errors (nothing queued): kInvalidArgument naming the field (empty prompt,
+  // id outside the vocabulary, sampling/stop params), kContextOverflow (prompt does not fit
+  // max_context), kOutOfMemory (its minimal state exceeds kv_bytes, or the queue is full),
+  // kAborted (after shutdown). Every accepted request ends with exactly one kFinished event.
+  [[nodiscard]] Result<RequestId> submit(GenerationRequest request, EventCallback on_event);
+  // Ends a waiting or running request with status kCancelled and frees its state.
+  // kNotFound when the id is unknown or already finished.
+  Status cancel(RequestId id);
+  EngineStats stats() const;
+  // Cancels everything, joins the scheduler thread. Idempotent.
+  void shutdown();
+
+  struct Impl;
+
+ private:
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dsv41

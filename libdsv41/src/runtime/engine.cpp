@@ -1,0 +1,345 @@
+// Engine: scheduler thread, admission against the state budget, chunked prefill, continuous
+// batching, prefix reuse, streaming through StreamDetokenizer + StopMatcher.
+#include "dsv41/engine.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <list>
+#include <mutex>
+#include <thread>
+
+#include "core/check.hpp"
+#include "runtime/model_impl.hpp"
+#include "runtime/prefix_cache.hpp"
+#include "sampling/stop_matcher.hpp"
+
+namespace dsv41 {
+
+Status EngineParams::validate() const {
+  auto bad = [](const std::string& m) { return Status(ErrorCode::kInvalidArgument, m); };
+  if (max_sequences < 1) return bad("EngineParams.max_sequences = " + std::to_string(max_sequences) + " must be >= 1");
+  if (max_batched_tokens < 1)
+    return bad("EngineParams.max_batched_tokens = " + std::to_string(max_batched_tokens) + " must be >= 1");
+  if (max_context < 2) return bad("EngineParams.max_context = " + std::to_string(max_context) + " must be >= 2");
+  if (kv_bytes < 1) return bad("EngineParams.kv_bytes = " + std::to_string(kv_bytes) + " must be >= 1");
+  if (prefix_cache_entries < 0)
+    return bad("EngineParams.prefix_cache_entries = " + std::to_string(prefix_cache_entries) + " must be >= 0");
+  if (max_queue < 1) return bad("EngineParams.max_queue = " + std::to_string(max_queue) + " must be >= 1");
+  return Status::ok();
+}
+
+namespace {
+
+struct Request {
+  RequestId id = 0;
+  GenerationRequest req;
+  EventCallback cb;
+  int64_t reserved_bytes = 0;
+  std::optional<Session::Impl> session;
+  std::optional<Sampler> sampler;
+  std::optional<sampling::StopMatcher> stop;
+  std::optional<StreamDetokenizer> detok;
+  int64_t prefilled = 0;       // prompt tokens already in the state
+  int64_t cached = 0;          // of which served from the prefix cache
+  int32_t pending_token = -1;  // sampled, not yet appended
+  int64_t generated = 0;
+  bool cancelled = false;
+  bool finished = false;       // the kFinished event was sent
+};
+
+}  // namespace
+
+struct Engine::Impl {
+  std::shared_ptr<const Model::Impl> model;
+  EngineParams params;
+  int64_t max_context = 0;
+
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::unique_ptr<Request>> waiting;
+  std::list<std::unique_ptr<Request>> running;
+  PrefixCache cache;
+  EngineStats stats;
+  RequestId next_id = 1;
+  bool stopping = false;
+  std::thread thread;
+
+  int64_t reserve_for(const GenerationRequest& r) const {
+    int64_t len = static_cast<int64_t>(r.prompt.size());
+    len = r.stop.max_tokens == kNoTokenLimit ? max_context
+                                             : std::min(max_context, len + r.stop.max_tokens);
+    return state_bytes(model->info, len);
+  }
+  int64_t used_bytes() const {
+    int64_t u = cache.bytes();
+    for (const auto& r : running) u += r->reserved_bytes;
+    return u;
+  }
+
+  void run();
+  bool admit_locked();
+  void step(Request& r, int64_t* budget);
+  void finish(Request& r, FinishReason reason, Status status, std::string tail = {});
+};
+
+void Engine::Impl::finish(Request& r, FinishReason reason, Status status, std::string tail) {
+  GenerationEvent ev;
+  ev.id = r.id;
+  ev.kind = GenerationEvent::Kind::kFinished;
+  ev.finish = reason;
+  ev.status = std::move(status);
+  ev.text = std::move(tail);
+  ev.prompt_tokens = static_cast<int64_t>(r.req.prompt.size());
+  ev.cached_tokens = r.cached;
+  ev.completion_tokens = r.generated;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    r.finished = true;
+    if (r.session && ev.status.is_ok() && params.prefix_cache_entries > 0)
+      cache.insert(r.session->state, state_bytes(model->info, r.session->state.pos));
+  }
+  r.cb(ev);
+}
+
+// Runs one scheduling unit of `r`: a prefill chunk (within *budget) or one decode token.
+void Engine::Impl::step(Request& r, int64_t* budget) {
+  const int64_t n_prompt = static_cast<int64_t>(r.req.prompt.size());
+  const ModelInfo& info = model->info;
+  std::vector<float> logits;
+  if (r.prefilled < n_prompt) {
+    if (*budget <= 0) return;
+    const int64_t n = std::min(n_prompt - r.prefilled, *budget);
+    std::span<const int32_t> chunk(r.req.prompt.data() + r.prefilled, static_cast<size_t>(n));
+    logits = session_append(*r.session, chunk, false);
+    r.prefilled += n;
+    *budget -= n;
+    if (r.prefilled < n_prompt) return;
+    if (params.prefix_cache_entries > 0) {
+      std::lock_guard<std::mutex> lock(mu);
+      cache.insert(r.session->state, state_bytes(info, r.session->state.pos));
+    }
+  } else {
+    const int32_t t = r.pending_token;
+    logits = session_append(*r.session, std::span<const int32_t>(&t, 1), false);
+  }
+  Result<int32_t> tok = r.sampler->sample(logits);
+  if (!tok.is_ok()) return finish(r, FinishReason::kNone, tok.status());
+  const int32_t id = *tok;
+  Status st = r.sampler->accept(id);
+  if (!st.is_ok()) return finish(r, FinishReason::kNone, st);
+  r.generated++;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stats.generation_tokens_total++;
+  }
+  sampling::StopStep s = r.stop->feed(id, r.detok->push(id));
+  GenerationEvent ev;
+  ev.id = r.id;
+  ev.token = id;
+  ev.text = std::move(s.text);
+  ev.prompt_tokens = n_prompt;
+  ev.cached_tokens = r.cached;
+  ev.completion_tokens = r.generated;
+  r.cb(ev);
+  if (s.finish != FinishReason::kNone) {
+    std::string tail = s.finish == FinishReason::kLength ? r.detok->flush() : std::string();
+    return finish(r, s.finish, Status::ok(), std::move(tail));
+  }
+  if (n_prompt + r.generated >= max_context) {  // prompt + output fill the context
+    std::string tail = r.stop->flush() + r.detok->flush();
+    return finish(r, FinishReason::kLength, Status::ok(), std::move(tail));
+  }
+  r.pending_token = id;
+}
+
+// Moves waiting requests into `running` while sequences and state budget allow.
+bool Engine::Impl::admit_locked() {
+  bool admitted = false;
+  while (!waiting.empty() && static_cast<int>(running.size()) < params.max_sequences) {
+    Request& r = *waiting.front();
+    while (used_bytes() + r.reserved_bytes > params.kv_bytes && cache.evict_one()) {
+    }
+    if (used_bytes() + r.reserved_bytes > params.kv_bytes) break;  // wait for a running one
+    auto req = std::move(waiting.front());
+    waiting.pop_front();
+    req->session.emplace();
+    req->session->model = model;
+    req->session->params.max_context = max_context;
+    req->session->params.chunk_tokens = params.max_batched_tokens;
+    stats.prefix_cache_queries++;
+    const SequenceState* hit = cache.longest_prefix(req->req.prompt);
+    if (hit != nullptr) {
+      req->session->state = *hit;
+      req->prefilled = req->cached = hit->pos;
+      stats.prefix_cache_hits++;
+    } else {
+      req->session->state = model->transformer->new_sequence();
+    }
+    stats.prompt_tokens_total += static_cast<int64_t>(req->req.prompt.size()) - req->cached;
+    running.push_back(std::move(req));
+    admitted = true;
+  }
+  return admitted;
+}
+
+void Engine::Impl::run() {
+  for (;;) {
+    std::vector<std::unique_ptr<Request>> dropped;  // cancelled while waiting
+    std::vector<Request*> batch;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return stopping || !running.empty() || !waiting.empty(); });
+      if (stopping) break;
+      for (auto it = waiting.begin(); it != waiting.end();) {
+        if ((*it)->cancelled) {
+          dropped.push_back(std::move(*it));
+          it = waiting.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      admit_locked();
+      for (auto& r : running) batch.push_back(r.get());
+    }
+    for (auto& r : dropped)
+      finish(*r, FinishReason::kNone, Status(ErrorCode::kCancelled, "request cancelled"));
+    int64_t budget = params.max_batched_tokens;
+    for (Request* r : batch) {
+      bool cancelled;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        cancelled = r->cancelled;
+      }
+      if (cancelled) {
+        finish(*r, FinishReason::kNone, Status(ErrorCode::kCancelled, "request cancelled"));
+        continue;
+      }
+      Status st = detail::capture_status([&] { step(*r, &budget); });
+      if (!st.is_ok() && !r->finished) finish(*r, FinishReason::kNone, st);
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    running.remove_if([](const std::unique_ptr<Request>& r) { return r->finished; });
+    stats.running = static_cast<int64_t>(running.size());
+    stats.waiting = static_cast<int64_t>(waiting.size());
+  }
+  // Shutdown: every request still known ends with kAborted.
+  std::unique_lock<std::mutex> lock(mu);
+  std::vector<std::unique_ptr<Request>> left;
+  for (auto& r : running) left.push_back(std::move(r));
+  for (auto& r : waiting) left.push_back(std::move(r));
+  running.clear();
+  waiting.clear();
+  lock.unlock();
+  for (auto& r : left) finish(*r, FinishReason::kNone, Status(ErrorCode::kAborted, "engine shut down"));
+}
+
+Result<Engine> Engine::create(const Model& model, const EngineParams& params) {
+  Status st = params.validate();
+  if (!st.is_ok()) return st;
+  auto impl = std::make_unique<Impl>();
+  impl->model = model.impl();
+  impl->params = params;
+  impl->max_context = std::min(params.max_context, model.info().max_position_embeddings);
+  impl->cache.set_capacity(params.prefix_cache_entries);
+  impl->stats.kv_bytes_total = params.kv_bytes;
+  if (!impl->model->tokenizer)
+    return Status(ErrorCode::kUnsupported,
+                  model.info().model_dir + ": the engine needs tokenizer.json to stream text");
+  Impl* raw = impl.get();
+  impl->thread = std::thread([raw] { raw->run(); });
+  return Engine(std::move(impl));
+}
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::Engine(Engine&&) noexcept = default;
+Engine& Engine::operator=(Engine&&) noexcept = default;
+Engine::~Engine() { shutdown(); }
+
+Result<RequestId> Engine::submit(GenerationRequest request, EventCallback on_event) {
+  Impl& e = *impl_;
+  const ModelInfo& info = e.model->info;
+  if (!on_event) return Status(ErrorCode::kInvalidArgument, "submit: on_event callback is empty");
+  if (request.prompt.empty()) return Status(ErrorCode::kInvalidArgument, "GenerationRequest.prompt is empty");
+  for (size_t i = 0; i < request.prompt.size(); ++i)
+    if (request.prompt[i] < 0 || request.prompt[i] >= info.vocab_size)
+      return Status(ErrorCode::kInvalidArgument,
+                    "GenerationRequest.prompt[" + std::to_string(i) + "] = " +
+                        std::to_string(request.prompt[i]) + " is outside the vocabulary [0, " +
+                        std::to_string(info.vocab_size) + ")");
+  if (static_cast<int64_t>(request.prompt.size()) >= e.max_context)
+    return Status(ErrorCode::kContextOverflow,
+                  "prompt of " + std::to_string(request.prompt.size()) +
+                      " tokens leaves no room to generate within the maximum context of " +
+                      std::to_string(e.max_context) + " tokens");
+  auto r = std::make_unique<Request>();
+  Status st = detail::capture_status([&] {
+    auto sampler = Sampler::create(request.sampling, info.vocab_size);
+    if (!sampler.is_ok()) detail::fail(sampler.status().code(), sampler.status().message(), __FILE__, __LINE__);
+    r->sampler.emplace(std::move(sampler).value());
+    Status p = r->sampler->set_prompt(request.prompt);
+    if (!p.is_ok()) detail::fail(p.code(), p.message(), __FILE__, __LINE__);
+    const int32_t eos = info.eos_token_id;
+    r->stop.emplace(request.stop, std::span<const int32_t>(&eos, 1), info.vocab_size);
+    r->detok.emplace(*e.model->tokenizer);
+  });
+  if (!st.is_ok()) return st;
+  r->reserved_bytes = e.reserve_for(request);
+  if (r->reserved_bytes > e.params.kv_bytes) {
+    const int64_t min_bytes = state_bytes(info, static_cast<int64_t>(request.prompt.size()) + 1);
+    if (min_bytes > e.params.kv_bytes)
+      return Status(ErrorCode::kOutOfMemory,
+                    "state of " + std::to_string(min_bytes) + " bytes for this prompt exceeds the "
+                    "KV budget of " + std::to_string(e.params.kv_bytes) + " bytes (EngineParams.kv_bytes)");
+    r->reserved_bytes = e.params.kv_bytes;  // runs alone, capped by the budget
+  }
+  r->req = std::move(request);
+  r->cb = std::move(on_event);
+  std::lock_guard<std::mutex> lock(e.mu);
+  if (e.stopping) return Status(ErrorCode::kAborted, "engine is shut down");
+  if (static_cast<int>(e.waiting.size()) >= e.params.max_queue)
+    return Status(ErrorCode::kOutOfMemory, "request queue is full (EngineParams.max_queue = " +
+                                               std::to_string(e.params.max_queue) + ")");
+  r->id = e.next_id++;
+  const RequestId id = r->id;
+  e.waiting.push_back(std::move(r));
+  e.stats.waiting = static_cast<int64_t>(e.waiting.size());
+  e.cv.notify_one();
+  return id;
+}
+
+Status Engine::cancel(RequestId id) {
+  Impl& e = *impl_;
+  std::lock_guard<std::mutex> lock(e.mu);
+  auto mark = [&](Request& r) {
+    if (r.id != id || r.cancelled) return false;
+    r.cancelled = true;  // the scheduler thread ends it (callbacks run there only)
+    e.cv.notify_one();
+    return true;
+  };
+  for (auto& r : e.waiting)
+    if (mark(*r)) return Status::ok();
+  for (auto& r : e.running)
+    if (!r->finished && mark(*r)) return Status::ok();
+  return Status(ErrorCode::kNotFound, "request " + std::to_string(id) + " is not running");
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  EngineStats s = impl_->stats;
+  s.kv_bytes_used = impl_->used_bytes();
+  return s;
+}
+
+void Engine::shutdown() {
+  if (!impl_) return;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stopping = true;
+  }
+  impl_->cv.notify_all();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+}  // namespace dsv41

@@ -1,0 +1,95 @@
+// Model: load (config + checkpoint + tokenizer) behind the public pImpl; no exception escapes.
+#include <sys/stat.h>
+
+#include <cmath>
+
+#include "core/check.hpp"
+#include "core/tunables.hpp"
+#include "runtime/model_impl.hpp"
+
+namespace dsv41 {
+
+Status ModelParams::validate() const {
+  if (model_dir.empty()) return Status(ErrorCode::kInvalidArgument, "ModelParams.model_dir is empty");
+  if (threads < 0)
+    return Status(ErrorCode::kInvalidArgument,
+                  "ModelParams.threads = " + std::to_string(threads) + " must be >= 0");
+  return Status::ok();
+}
+
+namespace {
+ModelInfo describe(const Transformer& t, const std::string& dir) {
+  const ModelConfig& c = t.config();
+  const TextConfig& x = c.text;
+  ModelInfo info;
+  info.model_dir = dir;
+  info.vocab_size = x.vocab_size;
+  info.hidden_size = x.hidden_size;
+  info.num_layers = x.num_hidden_layers;
+  info.bos_token_id = c.bos_token_id;
+  info.eos_token_id = c.eos_token_id;
+  info.max_position_embeddings = x.max_position_embeddings;
+  // §2.7/§2.8: window FP8 entry = head_dim + head_dim/32 scale bytes (528 B released);
+  // compressed FP4 entry = head_dim/2 + head_dim/16 e4m3 scales (288 B); index key FP4 =
+  // index_head_dim/2 + index_head_dim/32 (68 B).
+  info.state_fixed_bytes =
+      int64_t{x.num_hidden_layers} * x.sliding_window * (x.head_dim + x.head_dim / 32);
+  const double entry = x.head_dim / 2 + x.head_dim / 16 + x.index_head_dim / 2 + x.index_head_dim / 32;
+  for (const LayerRole& r : c.roles)
+    if (r.kv_source) info.state_bytes_per_token += entry / r.ratio;
+  return info;
+}
+
+bool file_exists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+}  // namespace
+
+int64_t state_bytes(const ModelInfo& info, int64_t tokens) {
+  return info.state_fixed_bytes +
+         static_cast<int64_t>(std::ceil(info.state_bytes_per_token * static_cast<double>(tokens)));
+}
+
+Result<Model> Model::load(const ModelParams& params) {
+  Status st = params.validate();
+  if (!st.is_ok()) return st;
+  auto impl = std::make_shared<Impl>();
+  st = detail::capture_status([&] {
+    int threads = params.threads;
+    if (threads == 0) threads = static_cast<int>(Tunables::from_environment().get_int("DSV41_THREADS"));
+    impl->transformer = Transformer::load(params.model_dir, static_cast<size_t>(threads));
+    const std::string tok = params.model_dir + "/tokenizer.json";
+    if (file_exists(tok)) impl->tokenizer = Tokenizer::load(tok);
+    impl->info = describe(*impl->transformer, params.model_dir);
+  });
+  if (!st.is_ok()) return st;
+  return Model(std::move(impl));
+}
+
+Model::Model(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
+
+const ModelInfo& Model::info() const { return impl_->info; }
+
+Result<std::vector<int32_t>> Model::tokenize(std::string_view text, bool parse_special) const {
+  if (!impl_->tokenizer)
+    return Status(ErrorCode::kUnsupported, impl_->info.model_dir + ": no tokenizer.json");
+  std::vector<int32_t> ids;
+  Status st = detail::capture_status([&] { ids = impl_->tokenizer->encode(text, parse_special); });
+  if (!st.is_ok()) return st;
+  return ids;
+}
+
+Result<std::string> Model::detokenize(std::span<const int32_t> ids) const {
+  if (!impl_->tokenizer)
+    return Status(ErrorCode::kUnsupported, impl_->info.model_dir + ": no tokenizer.json");
+  std::string text;
+  Status st = detail::capture_status([&] { text = impl_->tokenizer->decode(ids); });
+  if (!st.is_ok()) return st;
+  return text;
+}
+
+}  // namespace dsv41

@@ -1,0 +1,35 @@
+// Model::Impl and Session::Impl: the runtime's view of a loaded model (CPU reference transformer +
+// tokenizer) and of one sequence. Shared by session.cpp and engine.cpp.
+#pragma once
+
+#include <memory>
+
+#include "dsv41/model.hpp"
+#include "dsv41/session.hpp"
+#include "model/sequence_state.hpp"
+#include "model/transformer.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+namespace dsv41 {
+
+struct Model::Impl {
+  std::unique_ptr<Transformer> transformer;
+  std::unique_ptr<Tokenizer> tokenizer;  // null when the model directory has no tokenizer.json
+  ModelInfo info;
+};
+
+struct Session::Impl {
+  std::shared_ptr<const Model::Impl> model;
+  SessionParams params;
+  SequenceState state;
+};
+
+// Bytes of one sequence's state at `tokens` context tokens, in the model's quantised formats.
+int64_t state_bytes(const ModelInfo& info, int64_t tokens);
+
+// The shared append path of Session and Engine: validates ids and the context limit, then runs
+// forward in chunks of params.chunk_tokens. Throws detail::Failure (nothing committed on error).
+std::vector<float> session_append(Session::Impl& s, std::span<const int32_t> ids,
+                                  bool all_logits);
+
+}  // namespace dsv41

@@ -1,0 +1,42 @@
+// PrefixCache: LRU of sequence states keyed by their token lists.
+#include "runtime/prefix_cache.hpp"
+
+#include <algorithm>
+
+namespace dsv41 {
+
+void PrefixCache::insert(const SequenceState& state, int64_t bytes) {
+  if (capacity_ <= 0 || state.tokens.empty()) return;
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->state.tokens == state.tokens) {
+      bytes_ -= it->bytes;
+      entries_.erase(it);
+      break;
+    }
+  }
+  entries_.push_front(Entry{state, bytes});
+  bytes_ += bytes;
+  while (static_cast<int>(entries_.size()) > capacity_) evict_one();
+}
+
+const SequenceState* PrefixCache::longest_prefix(std::span<const int32_t> prompt) {
+  auto best = entries_.end();
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    const auto& t = it->state.tokens;
+    if (t.size() >= prompt.size()) continue;
+    if (!std::equal(t.begin(), t.end(), prompt.begin())) continue;
+    if (best == entries_.end() || t.size() > best->state.tokens.size()) best = it;
+  }
+  if (best == entries_.end()) return nullptr;
+  entries_.splice(entries_.begin(), entries_, best);
+  return &entries_.front().state;
+}
+
+bool PrefixCache::evict_one() {
+  if (entries_.empty()) return false;
+  bytes_ -= entries_.back().bytes;
+  entries_.pop_back();
+  return true;
+}
+
+}  // namespace dsv41

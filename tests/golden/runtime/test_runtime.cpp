@@ -1,0 +1,265 @@
+// Runtime API on the tiny8 oracle model: incremental decode, chunked prefill, prefix reuse,
+// interleaved sessions and the Engine's scheduling give the oracle's logits and tokens.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "dsv41/engine.hpp"
+#include "dsv41/session.hpp"
+#include "loader/safetensors.hpp"
+#include "support/fixtures.hpp"
+#include "support/tolerance.hpp"
+
+using namespace dsv41;
+using dsv41::test::fixture;
+using dsv41::test::require_close;
+
+namespace {
+
+// tiny8 is robust end to end: the oracle agrees with itself to 4.3e-6 (tiny8/README.md).
+constexpr double kLogitTol = 2e-3;
+
+struct Golden {
+  std::unique_ptr<SafetensorsFile> file;
+  std::vector<float> f32(const std::string& name) const {
+    return tensor_to_f32(file->view(*file->find_info(name)));
+  }
+  std::vector<int32_t> ids(const std::string& name) const {
+    std::vector<float> v = f32(name);
+    return std::vector<int32_t>(v.begin(), v.end());
+  }
+};
+
+const Model& tiny8() {
+  static Model m = [] {
+    ModelParams p;
+    p.model_dir = fixture("golden/tiny8");
+    auto r = Model::load(p);
+    if (!r.is_ok()) FAIL(r.status().to_string());
+    return std::move(r).value();
+  }();
+  return m;
+}
+
+const Golden& golden() {
+  static Golden g{SafetensorsFile::open(fixture("golden/tiny8/golden.safetensors"))};
+  return g;
+}
+
+Session session(int64_t chunk = 0, int64_t max_context = 262144) {
+  SessionParams sp;
+  sp.chunk_tokens = chunk;
+  sp.max_context = max_context;
+  auto s = Session::create(tiny8(), sp);
+  REQUIRE(s.is_ok());
+  return std::move(s).value();
+}
+
+}  // namespace
+
+TEST_CASE("session: prefill then single-token decode equals the oracle's incremental logits",
+          "[golden][runtime]") {
+  const auto ids = golden().ids("decode.input_ids");  // prompt1 (37) + 12 continuation tokens
+  const auto step = golden().f32("decode.step_logits");
+  const auto full = golden().f32("decode.full_logits");
+  const int64_t V = tiny8().info().vocab_size;
+  Session s = session();
+  auto first = s.append(std::span(ids).first(37));
+  REQUIRE(first.is_ok());
+  for (int i = 0; i < 12; ++i) {
+    auto r = s.append(std::span(ids).subspan(37 + i, 1));
+    REQUIRE(r.is_ok());
+    // Row i of step_logits is the logits at position 37 + i (after feeding ids[37 + i]).
+    require_close("decode step " + std::to_string(i), r->data(), step.data() + i * V, V, kLogitTol);
+    require_close("decode vs one-shot, position " + std::to_string(37 + i), r->data(),
+                  full.data() + (37 + i) * V, V, kLogitTol);
+  }
+  REQUIRE(s.position() == 49);
+}
+
+TEST_CASE("session: chunked prefill with chunks 1, 3, 16, 2048 equals one shot",
+          "[golden][runtime]") {
+  const auto ids = golden().ids("prompt1.input_ids");
+  const auto want = golden().f32("prompt1.logits");
+  for (int64_t chunk : {1, 3, 16, 2048}) {
+    Session s = session(chunk);
+    auto r = s.append(ids, /*all_logits=*/true);
+    REQUIRE(r.is_ok());
+    require_close("chunk " + std::to_string(chunk), r->data(), want.data(), want.size(), kLogitTol);
+  }
+}
+
+TEST_CASE("session: fork (prefix reuse) and interleaved sessions give the same logits",
+          "[golden][runtime]") {
+  const auto p1 = golden().ids("prompt1.input_ids");
+  const auto p2 = golden().ids("prompt2.input_ids");
+  const auto want1 = golden().f32("prompt1.logits");
+  const auto want2 = golden().f32("prompt2.logits");
+  const int64_t V = tiny8().info().vocab_size;
+  Session a = session(), b = session();
+  // Interleave: a and b advance alternately in chunks of 5.
+  for (size_t i = 0; i < std::max(p1.size(), p2.size()); i += 5) {
+    if (i < p1.size()) {
+      auto r = a.append(std::span(p1).subspan(i, std::min<size_t>(5, p1.size() - i)), true);
+      REQUIRE(r.is_ok());
+      require_close("interleaved a", r->data(), want1.data() + i * V, r->size(), kLogitTol);
+    }
+    if (i < p2.size()) {
+      auto r = b.append(std::span(p2).subspan(i, std::min<size_t>(5, p2.size() - i)), true);
+      REQUIRE(r.is_ok());
+      require_close("interleaved b", r->data(), want2.data() + i * V, r->size(), kLogitTol);
+    }
+  }
+  // Fork after 20 tokens of prompt1 and finish both: the fork equals a fresh prefill.
+  Session c = session();
+  REQUIRE(c.append(std::span(p1).first(20)).is_ok());
+  auto d = c.fork();
+  REQUIRE(d.is_ok());
+  auto rc = c.append(std::span(p1).subspan(20), true);
+  auto rd = d->append(std::span(p1).subspan(20), true);
+  REQUIRE(rc.is_ok());
+  REQUIRE(rd.is_ok());
+  require_close("fork", rd->data(), want1.data() + 20 * V, rd->size(), kLogitTol);
+  require_close("original after fork", rc->data(), want1.data() + 20 * V, rc->size(), kLogitTol);
+}
+
+TEST_CASE("session: invalid ids and context overflow are typed errors that commit nothing",
+          "[golden][runtime]") {
+  Session s = session(0, 8);
+  std::vector<int32_t> bad = {0, 600};
+  auto r = s.append(bad);
+  REQUIRE(r.status().code() == ErrorCode::kInvalidArgument);
+  REQUIRE_THAT(r.status().message(), Catch::Contains("ids[1] = 600"));
+  REQUIRE(s.position() == 0);
+  std::vector<int32_t> nine(9, 5);
+  auto o = s.append(nine);
+  REQUIRE(o.status().code() == ErrorCode::kContextOverflow);
+  REQUIRE(s.position() == 0);
+  REQUIRE(s.append(std::span(nine).first(8)).is_ok());
+  REQUIRE(s.append(std::span(nine).first(1)).status().code() == ErrorCode::kContextOverflow);
+  REQUIRE(s.append({}).status().code() == ErrorCode::kInvalidArgument);
+  SessionParams sp;
+  sp.max_context = 0;
+  REQUIRE_THAT(Session::create(tiny8(), sp).status().message(),
+               Catch::Contains("SessionParams.max_context"));
+}
+
+namespace {
+// Collects the events of requests; waits for their kFinished.
+struct Collector {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<RequestId, std::vector<int32_t>> tokens;
+  std::map<RequestId, GenerationEvent> done;
+  EventCallback callback() {
+    return [this](const GenerationEvent& ev) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (ev.kind == GenerationEvent::Kind::kToken) tokens[ev.id].push_back(ev.token);
+      else done[ev.id] = ev;
+      cv.notify_all();
+    };
+  }
+  GenerationEvent wait(RequestId id) {
+    std::unique_lock<std::mutex> lock(mu);
+    REQUIRE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return done.count(id) > 0; }));
+    return done[id];
+  }
+};
+
+GenerationRequest greedy_request(std::vector<int32_t> prompt, int64_t max_tokens) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.sampling.temperature = 0.0f;
+  r.stop.max_tokens = max_tokens;
+  r.stop.ignore_eos = true;
+  return r;
+}
+}  // namespace
+
+TEST_CASE("engine: greedy generation reproduces the oracle's greedy tokens, concurrently",
+          "[golden][runtime]") {
+  const auto p1 = golden().ids("prompt1.input_ids");
+  const auto want = golden().ids("greedy.tokens");
+  EngineParams ep;
+  ep.max_sequences = 2;
+  ep.max_batched_tokens = 16;  // forces chunked prefill interleaved with decode
+  auto engine = Engine::create(tiny8(), ep);
+  REQUIRE(engine.is_ok());
+  Collector c;
+  std::vector<RequestId> ids;
+  for (int i = 0; i < 3; ++i) {  // more requests than sequences: all served
+    auto id = engine->submit(greedy_request(p1, 12), c.callback());
+    REQUIRE(id.is_ok());
+    ids.push_back(*id);
+  }
+  for (RequestId id : ids) {
+    GenerationEvent ev = c.wait(id);
+    REQUIRE(ev.status.is_ok());
+    REQUIRE(ev.finish == FinishReason::kLength);
+    REQUIRE(ev.completion_tokens == 12);
+    REQUIRE(c.tokens[id] == want);
+  }
+  // The prompt is now cached: a request extending it reuses the state.
+  std::vector<int32_t> longer = p1;
+  longer.insert(longer.end(), want.begin(), want.begin() + 4);
+  auto id = engine->submit(greedy_request(longer, 8), c.callback());
+  REQUIRE(id.is_ok());
+  GenerationEvent ev = c.wait(*id);
+  REQUIRE(ev.status.is_ok());
+  REQUIRE(ev.cached_tokens >= 37);
+  REQUIRE(std::vector<int32_t>(c.tokens[*id].begin(), c.tokens[*id].end()) ==
+          std::vector<int32_t>(want.begin() + 4, want.end()));
+  EngineStats st = engine->stats();
+  REQUIRE(st.prefix_cache_hits >= 1);
+}
+
+TEST_CASE("engine: cancel, typed submit errors, budget exhaustion, shutdown", "[golden][runtime]") {
+  const auto p1 = golden().ids("prompt1.input_ids");
+  EngineParams ep;
+  ep.max_context = 64;
+  ep.prefix_cache_entries = 0;
+  auto engine = Engine::create(tiny8(), ep);
+  REQUIRE(engine.is_ok());
+  Collector c;
+  auto id = engine->submit(greedy_request(p1, 20), c.callback());
+  REQUIRE(id.is_ok());
+  REQUIRE(engine->cancel(*id).is_ok());
+  GenerationEvent ev = c.wait(*id);
+  if (!ev.status.is_ok()) REQUIRE(ev.status.code() == ErrorCode::kCancelled);
+  REQUIRE(engine->cancel(*id).code() == ErrorCode::kNotFound);
+  REQUIRE(engine->stats().kv_bytes_used == 0);  // its state was freed
+
+  REQUIRE(engine->submit(greedy_request({}, 4), c.callback()).status().code() ==
+          ErrorCode::kInvalidArgument);
+  REQUIRE_THAT(engine->submit(greedy_request({0, 9999}, 4), c.callback()).status().message(),
+               Catch::Contains("prompt[1] = 9999"));
+  REQUIRE(engine->submit(greedy_request(std::vector<int32_t>(64, 5), 4), c.callback())
+              .status()
+              .code() == ErrorCode::kContextOverflow);
+  GenerationRequest bad = greedy_request(p1, 4);
+  bad.sampling.top_p = 2.0f;
+  REQUIRE_THAT(engine->submit(bad, c.callback()).status().message(), Catch::Contains("top_p"));
+
+  // A budget below one sequence's minimal state: kOutOfMemory at submit.
+  EngineParams tiny_budget;
+  tiny_budget.kv_bytes = 16;
+  auto small = Engine::create(tiny8(), tiny_budget);
+  REQUIRE(small.is_ok());
+  REQUIRE(small->submit(greedy_request(p1, 4), c.callback()).status().code() ==
+          ErrorCode::kOutOfMemory);
+
+  // Length cut by the context: finishes with kLength at max_context.
+  auto capped = engine->submit(greedy_request(p1, kNoTokenLimit), c.callback());
+  REQUIRE(capped.is_ok());
+  GenerationEvent cev = c.wait(*capped);
+  REQUIRE(cev.status.is_ok());
+  REQUIRE(cev.finish == FinishReason::kLength);
+  REQUIRE(cev.completion_tokens == 64 - 37);
+
+  engine->shutdown();
+  REQUIRE(engine->submit(greedy_request(p1, 4), c.callback()).status().code() ==
+          ErrorCode::kAborted);
+}
