@@ -1,0 +1,170 @@
+/* dsv41.h: the C ABI of libdsv41, a thin 1:1 shim over the C++ API (model.hpp, session.hpp,
+ * engine.hpp). Handles are opaque. Ownership: every *_load / *_create that succeeds gives the
+ * caller a handle it must release with the matching *_free (NULL is accepted); strings and arrays
+ * passed in are copied before the call returns; strings passed to callbacks are valid only during
+ * the callback. Errors: every fallible call returns a dsv41_status; on failure
+ * dsv41_last_error_message() (thread-local, valid until the next failing call on that thread)
+ * says what was wrong, naming the offending field. No call ever aborts the process. */
+#ifndef DSV41_H
+#define DSV41_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(DSV41_BUILDING_LIBRARY)
+#define DSV41_CAPI __attribute__((visibility("default")))
+#else
+#define DSV41_CAPI
+#endif
+
+/* ---- status ---------------------------------------------------------------------------- */
+typedef enum dsv41_status {
+  DSV41_OK = 0,
+  DSV41_ERR_INVALID_ARGUMENT = 1,
+  DSV41_ERR_NOT_FOUND = 2,
+  DSV41_ERR_CORRUPT_FILE = 3,
+  DSV41_ERR_UNSUPPORTED = 4,
+  DSV41_ERR_IO = 5,
+  DSV41_ERR_OUT_OF_MEMORY = 6,     /* includes an exhausted KV budget or request queue */
+  DSV41_ERR_CONTEXT_OVERFLOW = 7,
+  DSV41_ERR_CANCELLED = 8,
+  DSV41_ERR_ABORTED = 9,
+  DSV41_ERR_TIMEOUT = 10,
+  DSV41_ERR_INTERNAL = 11,
+  DSV41_ERR_BUFFER_TOO_SMALL = 12  /* output did not fit: *n_out holds the size needed */
+} dsv41_status;
+
+DSV41_CAPI const char* dsv41_status_name(dsv41_status status);
+DSV41_CAPI const char* dsv41_last_error_message(void);
+DSV41_CAPI const char* dsv41_version(void);
+
+/* ---- model ----------------------------------------------------------------------------- */
+typedef struct dsv41_model dsv41_model;
+
+typedef struct dsv41_model_params {
+  const char* model_dir; /* required */
+  int32_t threads;       /* CPU reference threads; 0 = DSV41_THREADS, then all cores */
+} dsv41_model_params;
+
+DSV41_CAPI dsv41_model_params dsv41_model_default_params(void);
+/* On success *out is a new model (free with dsv41_model_free); on failure *out is NULL. */
+DSV41_CAPI dsv41_status dsv41_model_load(const dsv41_model_params* params, dsv41_model** out);
+DSV41_CAPI void dsv41_model_free(dsv41_model* model);
+DSV41_CAPI int64_t dsv41_model_vocab_size(const dsv41_model* model);
+DSV41_CAPI int32_t dsv41_model_bos_token(const dsv41_model* model);
+DSV41_CAPI int32_t dsv41_model_eos_token(const dsv41_model* model);
+
+/* Writes up to `capacity` ids to `ids` and the total count to *n_out. DSV41_ERR_BUFFER_TOO_SMALL
+ * when capacity < *n_out (call again with a larger buffer). */
+DSV41_CAPI dsv41_status dsv41_tokenize(const dsv41_model* model, const char* text, size_t text_len,
+                                       int parse_special, int32_t* ids, size_t capacity,
+                                       size_t* n_out);
+/* Writes the UTF-8 text (not NUL-terminated) to buf and its length to *len_out; same
+ * DSV41_ERR_BUFFER_TOO_SMALL rule. */
+DSV41_CAPI dsv41_status dsv41_detokenize(const dsv41_model* model, const int32_t* ids, size_t n,
+                                         char* buf, size_t capacity, size_t* len_out);
+
+/* ---- session: one sequence, driven synchronously --------------------------------------- */
+typedef struct dsv41_session dsv41_session;
+
+typedef struct dsv41_session_params {
+  int64_t max_context;  /* default 262144 */
+  int64_t chunk_tokens; /* prefill chunk, default 2048; 0 = one chunk */
+} dsv41_session_params;
+
+DSV41_CAPI dsv41_session_params dsv41_session_default_params(void);
+/* The session keeps the model alive: the model handle may be freed before the session. */
+DSV41_CAPI dsv41_status dsv41_session_create(const dsv41_model* model,
+                                             const dsv41_session_params* params,
+                                             dsv41_session** out);
+DSV41_CAPI void dsv41_session_free(dsv41_session* session);
+/* Appends n ids; writes the logits of the last token ([vocab]) or of all n tokens ([n, vocab],
+ * all_logits != 0) to `logits` (capacity in floats; count in *n_out; BUFFER_TOO_SMALL rule; the
+ * tokens are committed even then). */
+DSV41_CAPI dsv41_status dsv41_session_append(dsv41_session* session, const int32_t* ids, size_t n,
+                                             int all_logits, float* logits, size_t capacity,
+                                             size_t* n_out);
+DSV41_CAPI int64_t dsv41_session_position(const dsv41_session* session);
+
+/* ---- engine: scheduled, streaming generation ------------------------------------------- */
+typedef struct dsv41_engine dsv41_engine;
+
+typedef struct dsv41_engine_params {
+  int32_t max_sequences;        /* default 2 */
+  int64_t max_batched_tokens;   /* default 2048 */
+  int64_t max_context;          /* default 262144 */
+  int64_t kv_bytes;             /* default 2700000000 */
+  int32_t prefix_cache_entries; /* default 4 */
+  int32_t max_queue;            /* default 256 */
+} dsv41_engine_params;
+
+typedef struct dsv41_sampler_params {
+  float temperature; /* default 1.0; 0 = greedy */
+  int32_t top_k;     /* 0 = off */
+  float top_p;       /* 1 = off */
+  float min_p;       /* 0 = off */
+  float repetition_penalty, presence_penalty, frequency_penalty; /* 1, 0, 0 = off */
+  int has_seed;
+  int64_t seed;
+  const int32_t* logit_bias_ids; /* n_logit_bias pairs */
+  const float* logit_bias_values;
+  size_t n_logit_bias;
+} dsv41_sampler_params;
+
+typedef struct dsv41_stop_params {
+  const char* const* stop; /* n_stop NUL-terminated UTF-8 strings */
+  size_t n_stop;
+  const int32_t* stop_token_ids;
+  size_t n_stop_token_ids;
+  int64_t max_tokens; /* -1 = until EOS or the context is full */
+  int ignore_eos;
+  int include_stop_str_in_output;
+} dsv41_stop_params;
+
+typedef enum dsv41_event_kind { DSV41_EVENT_TOKEN = 0, DSV41_EVENT_FINISHED = 1 } dsv41_event_kind;
+typedef enum dsv41_finish_reason {
+  DSV41_FINISH_NONE = 0, /* still running, or ended by status (cancelled, error) */
+  DSV41_FINISH_STOP = 1,
+  DSV41_FINISH_LENGTH = 2
+} dsv41_finish_reason;
+
+typedef struct dsv41_event {
+  uint64_t request_id;
+  dsv41_event_kind kind;
+  int32_t token;      /* TOKEN: the sampled id */
+  const char* text;   /* newly releasable UTF-8 text (not NUL-terminated), text_len bytes */
+  size_t text_len;
+  dsv41_finish_reason finish_reason; /* FINISHED */
+  dsv41_status status;               /* FINISHED: DSV41_OK, DSV41_ERR_CANCELLED, ... */
+  const char* error_message;         /* FINISHED with status != OK, NUL-terminated */
+  int64_t prompt_tokens, cached_tokens, completion_tokens;
+} dsv41_event;
+
+/* Runs on the engine's scheduler thread; must not block or free the engine. */
+typedef void (*dsv41_event_callback)(const dsv41_event* event, void* user_data);
+
+DSV41_CAPI dsv41_engine_params dsv41_engine_default_params(void);
+DSV41_CAPI dsv41_sampler_params dsv41_sampler_default_params(void);
+DSV41_CAPI dsv41_stop_params dsv41_stop_default_params(void);
+DSV41_CAPI dsv41_status dsv41_engine_create(const dsv41_model* model,
+                                            const dsv41_engine_params* params,
+                                            dsv41_engine** out);
+/* Cancels every request (each gets its FINISHED event with DSV41_ERR_ABORTED), joins, frees. */
+DSV41_CAPI void dsv41_engine_free(dsv41_engine* engine);
+/* Every accepted request gets exactly one FINISHED event. NULL sampler/stop = defaults. */
+DSV41_CAPI dsv41_status dsv41_engine_submit(dsv41_engine* engine, const int32_t* prompt, size_t n,
+                                            const dsv41_sampler_params* sampler,
+                                            const dsv41_stop_params* stop,
+                                            dsv41_event_callback callback, void* user_data,
+                                            uint64_t* request_id_out);
+DSV41_CAPI dsv41_status dsv41_engine_cancel(dsv41_engine* engine, uint64_t request_id);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DSV41_H */

@@ -1,0 +1,291 @@
+// The C ABI (dsv41.h): one shim per C++ call; handles own the C++ objects; exceptions and
+// statuses become dsv41_status + a thread-local message.
+#include "dsv41/dsv41.h"
+
+#include <cstring>
+#include <string>
+
+#include "dsv41/engine.hpp"
+#include "dsv41/model.hpp"
+#include "dsv41/session.hpp"
+
+struct dsv41_model {
+  dsv41::Model model;
+};
+struct dsv41_session {
+  dsv41::Session session;
+};
+struct dsv41_engine {
+  dsv41::Engine engine;
+};
+
+namespace {
+
+thread_local std::string g_last_error;
+
+dsv41_status to_c(dsv41::ErrorCode c) { return static_cast<dsv41_status>(static_cast<int>(c)); }
+
+dsv41_status fail(const dsv41::Status& st) {
+  g_last_error = st.message();
+  return to_c(st.code());
+}
+
+dsv41_status invalid(const std::string& message) {
+  g_last_error = message;
+  return DSV41_ERR_INVALID_ARGUMENT;
+}
+
+// Runs fn() and converts any escaping exception (allocation failure) into a status.
+template <typename Fn>
+dsv41_status guarded(Fn&& fn) noexcept {
+  try {
+    return fn();
+  } catch (const std::bad_alloc&) {
+    g_last_error = "out of host memory";
+    return DSV41_ERR_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    g_last_error = e.what();
+    return DSV41_ERR_INTERNAL;
+  }
+}
+
+dsv41::SamplerParams sampler_from_c(const dsv41_sampler_params* p) {
+  dsv41::SamplerParams s;
+  if (p == nullptr) return s;
+  s.temperature = p->temperature;
+  s.top_k = p->top_k;
+  s.top_p = p->top_p;
+  s.min_p = p->min_p;
+  s.repetition_penalty = p->repetition_penalty;
+  s.presence_penalty = p->presence_penalty;
+  s.frequency_penalty = p->frequency_penalty;
+  if (p->has_seed) s.seed = p->seed;
+  for (size_t i = 0; i < p->n_logit_bias; ++i)
+    s.logit_bias[p->logit_bias_ids[i]] = p->logit_bias_values[i];
+  return s;
+}
+
+dsv41::StopParams stop_from_c(const dsv41_stop_params* p) {
+  dsv41::StopParams s;
+  if (p == nullptr) return s;
+  for (size_t i = 0; i < p->n_stop; ++i) s.stop.emplace_back(p->stop[i] ? p->stop[i] : "");
+  s.stop_token_ids.assign(p->stop_token_ids, p->stop_token_ids + p->n_stop_token_ids);
+  s.max_tokens = p->max_tokens;
+  s.ignore_eos = p->ignore_eos != 0;
+  s.include_stop_str_in_output = p->include_stop_str_in_output != 0;
+  return s;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* dsv41_status_name(dsv41_status status) {
+  if (status == DSV41_ERR_BUFFER_TOO_SMALL) return "buffer_too_small";
+  if (status < DSV41_OK || status > DSV41_ERR_INTERNAL) return "unknown";
+  return dsv41::error_code_name(static_cast<dsv41::ErrorCode>(status));
+}
+
+const char* dsv41_last_error_message(void) { return g_last_error.c_str(); }
+const char* dsv41_version(void) { return "0.1.0"; }
+
+dsv41_model_params dsv41_model_default_params(void) { return dsv41_model_params{nullptr, 0}; }
+
+dsv41_status dsv41_model_load(const dsv41_model_params* params, dsv41_model** out) {
+  if (out == nullptr) return invalid("dsv41_model_load: out is NULL");
+  *out = nullptr;
+  if (params == nullptr) return invalid("dsv41_model_load: params is NULL");
+  return guarded([&] {
+    dsv41::ModelParams p;
+    p.model_dir = params->model_dir ? params->model_dir : "";
+    p.threads = params->threads;
+    auto m = dsv41::Model::load(p);
+    if (!m.is_ok()) return fail(m.status());
+    *out = new dsv41_model{std::move(m).value()};
+    return DSV41_OK;
+  });
+}
+
+void dsv41_model_free(dsv41_model* model) { delete model; }
+int64_t dsv41_model_vocab_size(const dsv41_model* m) { return m ? m->model.info().vocab_size : 0; }
+int32_t dsv41_model_bos_token(const dsv41_model* m) { return m ? m->model.info().bos_token_id : -1; }
+int32_t dsv41_model_eos_token(const dsv41_model* m) { return m ? m->model.info().eos_token_id : -1; }
+
+dsv41_status dsv41_tokenize(const dsv41_model* model, const char* text, size_t text_len,
+                            int parse_special, int32_t* ids, size_t capacity, size_t* n_out) {
+  if (model == nullptr || n_out == nullptr || (text == nullptr && text_len > 0))
+    return invalid("dsv41_tokenize: model, n_out and text must not be NULL");
+  return guarded([&] {
+    auto r = model->model.tokenize(std::string_view(text ? text : "", text_len), parse_special != 0);
+    if (!r.is_ok()) return fail(r.status());
+    *n_out = r->size();
+    if (r->size() > capacity || (ids == nullptr && !r->empty())) {
+      g_last_error = "dsv41_tokenize: " + std::to_string(r->size()) + " ids do not fit capacity " +
+                     std::to_string(capacity);
+      return DSV41_ERR_BUFFER_TOO_SMALL;
+    }
+    if (!r->empty()) std::memcpy(ids, r->data(), r->size() * sizeof(int32_t));
+    return DSV41_OK;
+  });
+}
+
+dsv41_status dsv41_detokenize(const dsv41_model* model, const int32_t* ids, size_t n, char* buf,
+                              size_t capacity, size_t* len_out) {
+  if (model == nullptr || len_out == nullptr || (ids == nullptr && n > 0))
+    return invalid("dsv41_detokenize: model, len_out and ids must not be NULL");
+  return guarded([&] {
+    auto r = model->model.detokenize(std::span<const int32_t>(ids, n));
+    if (!r.is_ok()) return fail(r.status());
+    *len_out = r->size();
+    if (r->size() > capacity || (buf == nullptr && !r->empty())) {
+      g_last_error = "dsv41_detokenize: " + std::to_string(r->size()) +
+                     " bytes do not fit capacity " + std::to_string(capacity);
+      return DSV41_ERR_BUFFER_TOO_SMALL;
+    }
+    if (!r->empty()) std::memcpy(buf, r->data(), r->size());
+    return DSV41_OK;
+  });
+}
+
+dsv41_session_params dsv41_session_default_params(void) {
+  dsv41::SessionParams d;
+  return dsv41_session_params{d.max_context, d.chunk_tokens};
+}
+
+dsv41_status dsv41_session_create(const dsv41_model* model, const dsv41_session_params* params,
+                                  dsv41_session** out) {
+  if (out == nullptr) return invalid("dsv41_session_create: out is NULL");
+  *out = nullptr;
+  if (model == nullptr) return invalid("dsv41_session_create: model is NULL");
+  return guarded([&] {
+    dsv41::SessionParams p;
+    if (params != nullptr) {
+      p.max_context = params->max_context;
+      p.chunk_tokens = params->chunk_tokens;
+    }
+    auto s = dsv41::Session::create(model->model, p);
+    if (!s.is_ok()) return fail(s.status());
+    *out = new dsv41_session{std::move(s).value()};
+    return DSV41_OK;
+  });
+}
+
+void dsv41_session_free(dsv41_session* session) { delete session; }
+
+dsv41_status dsv41_session_append(dsv41_session* session, const int32_t* ids, size_t n,
+                                  int all_logits, float* logits, size_t capacity, size_t* n_out) {
+  if (session == nullptr || n_out == nullptr || (ids == nullptr && n > 0))
+    return invalid("dsv41_session_append: session, n_out and ids must not be NULL");
+  return guarded([&] {
+    auto r = session->session.append(std::span<const int32_t>(ids, n), all_logits != 0);
+    if (!r.is_ok()) return fail(r.status());
+    *n_out = r->size();
+    if (r->size() > capacity || logits == nullptr) {
+      g_last_error = "dsv41_session_append: " + std::to_string(r->size()) +
+                     " logits do not fit capacity " + std::to_string(capacity);
+      return DSV41_ERR_BUFFER_TOO_SMALL;
+    }
+    std::memcpy(logits, r->data(), r->size() * sizeof(float));
+    return DSV41_OK;
+  });
+}
+
+int64_t dsv41_session_position(const dsv41_session* s) { return s ? s->session.position() : -1; }
+
+dsv41_engine_params dsv41_engine_default_params(void) {
+  dsv41::EngineParams d;
+  return dsv41_engine_params{d.max_sequences, d.max_batched_tokens, d.max_context,
+                             d.kv_bytes,      d.prefix_cache_entries, d.max_queue};
+}
+
+dsv41_sampler_params dsv41_sampler_default_params(void) {
+  dsv41::SamplerParams d;
+  dsv41_sampler_params p{};
+  p.temperature = d.temperature;
+  p.top_k = d.top_k;
+  p.top_p = d.top_p;
+  p.min_p = d.min_p;
+  p.repetition_penalty = d.repetition_penalty;
+  p.presence_penalty = d.presence_penalty;
+  p.frequency_penalty = d.frequency_penalty;
+  return p;
+}
+
+dsv41_stop_params dsv41_stop_default_params(void) {
+  dsv41_stop_params p{};
+  p.max_tokens = dsv41::kNoTokenLimit;
+  return p;
+}
+
+dsv41_status dsv41_engine_create(const dsv41_model* model, const dsv41_engine_params* params,
+                                 dsv41_engine** out) {
+  if (out == nullptr) return invalid("dsv41_engine_create: out is NULL");
+  *out = nullptr;
+  if (model == nullptr) return invalid("dsv41_engine_create: model is NULL");
+  return guarded([&] {
+    dsv41::EngineParams p;
+    if (params != nullptr) {
+      p.max_sequences = params->max_sequences;
+      p.max_batched_tokens = params->max_batched_tokens;
+      p.max_context = params->max_context;
+      p.kv_bytes = params->kv_bytes;
+      p.prefix_cache_entries = params->prefix_cache_entries;
+      p.max_queue = params->max_queue;
+    }
+    auto e = dsv41::Engine::create(model->model, p);
+    if (!e.is_ok()) return fail(e.status());
+    *out = new dsv41_engine{std::move(e).value()};
+    return DSV41_OK;
+  });
+}
+
+void dsv41_engine_free(dsv41_engine* engine) { delete engine; }
+
+dsv41_status dsv41_engine_submit(dsv41_engine* engine, const int32_t* prompt, size_t n,
+                                 const dsv41_sampler_params* sampler,
+                                 const dsv41_stop_params* stop, dsv41_event_callback callback,
+                                 void* user_data, uint64_t* request_id_out) {
+  if (engine == nullptr || callback == nullptr || (prompt == nullptr && n > 0))
+    return invalid("dsv41_engine_submit: engine, callback and prompt must not be NULL");
+  if (stop != nullptr && stop->n_stop > 0 && stop->stop == nullptr)
+    return invalid("dsv41_engine_submit: stop->stop is NULL with n_stop > 0");
+  if (sampler != nullptr && sampler->n_logit_bias > 0 &&
+      (sampler->logit_bias_ids == nullptr || sampler->logit_bias_values == nullptr))
+    return invalid("dsv41_engine_submit: logit_bias arrays are NULL with n_logit_bias > 0");
+  return guarded([&] {
+    dsv41::GenerationRequest req;
+    req.prompt.assign(prompt, prompt + n);
+    req.sampling = sampler_from_c(sampler);
+    req.stop = stop_from_c(stop);
+    auto cb = [callback, user_data](const dsv41::GenerationEvent& ev) {
+      dsv41_event c{};
+      c.request_id = ev.id;
+      c.kind = ev.kind == dsv41::GenerationEvent::Kind::kToken ? DSV41_EVENT_TOKEN
+                                                                : DSV41_EVENT_FINISHED;
+      c.token = ev.token;
+      c.text = ev.text.data();
+      c.text_len = ev.text.size();
+      c.finish_reason = ev.finish == dsv41::FinishReason::kStop     ? DSV41_FINISH_STOP
+                        : ev.finish == dsv41::FinishReason::kLength ? DSV41_FINISH_LENGTH
+                                                                    : DSV41_FINISH_NONE;
+      c.status = to_c(ev.status.code());
+      c.error_message = ev.status.message().c_str();
+      c.prompt_tokens = ev.prompt_tokens;
+      c.cached_tokens = ev.cached_tokens;
+      c.completion_tokens = ev.completion_tokens;
+      callback(&c, user_data);
+    };
+    auto id = engine->engine.submit(std::move(req), cb);
+    if (!id.is_ok()) return fail(id.status());
+    if (request_id_out != nullptr) *request_id_out = *id;
+    return DSV41_OK;
+  });
+}
+
+dsv41_status dsv41_engine_cancel(dsv41_engine* engine, uint64_t request_id) {
+  if (engine == nullptr) return invalid("dsv41_engine_cancel: engine is NULL");
+  dsv41::Status st = engine->engine.cancel(request_id);
+  return st.is_ok() ? DSV41_OK : fail(st);
+}
+
+}  // extern "C"

@@ -1,0 +1,63 @@
+"""The Python binding (ctypes over dsv41.h) on the tiny8 oracle model: greedy tokens equal the
+oracle's (and so the C++ API's, tests/golden/runtime), logits equal the oracle's, errors are typed.
+Run by ctest with DSV41_LIBRARY and PYTHONPATH set (tests/bindings/CMakeLists.txt)."""
+
+import json
+import math
+import os
+import sys
+import unittest
+
+import dsv41
+
+FIXTURES = os.environ["DSV41_FIXTURES_DIR"]
+TINY8 = os.path.join(FIXTURES, "golden", "tiny8")
+
+
+class BindingTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        with open(os.path.join(TINY8, "golden.json"), encoding="utf-8") as f:
+            cls.golden = json.load(f)
+        cls.model = dsv41.Model(TINY8)
+        cls.prompt1 = next(p for p in cls.golden["prompts"] if p["name"] == "prompt1")
+
+    def test_tokenize_matches_the_oracle_prompt(self):
+        self.assertEqual(self.model.tokenize(self.prompt1["text"]), self.prompt1["ids"])
+        self.assertEqual(self.model.detokenize(self.prompt1["ids"]), self.prompt1["text"])
+
+    def test_greedy_generation_equals_the_oracle(self):
+        with dsv41.Engine(self.model) as engine:
+            events = list(engine.generate(self.prompt1["ids"], max_tokens=12, temperature=0.0,
+                                          ignore_eos=True))
+        tokens = [e.token for e in events if not e.finished]
+        self.assertEqual(tokens, self.golden["greedy"]["tokens"])
+        self.assertTrue(events[-1].finished)
+        self.assertEqual(events[-1].finish_reason, "length")
+        self.assertEqual(events[-1].completion_tokens, 12)
+
+    def test_session_logits_argmax(self):
+        s = dsv41.Session(self.model)
+        logits = s.append(self.prompt1["ids"])
+        self.assertEqual(len(logits), self.model.vocab_size)
+        self.assertTrue(all(math.isfinite(x) for x in logits))
+        argmax = max(range(len(logits)), key=logits.__getitem__)
+        self.assertEqual(argmax, self.golden["greedy"]["tokens"][0])
+        self.assertEqual(s.position, len(self.prompt1["ids"]))
+
+    def test_errors_are_typed_and_name_the_problem(self):
+        with self.assertRaises(dsv41.Dsv41Error) as ctx:
+            dsv41.Model(os.path.join(FIXTURES, "does-not-exist"))
+        self.assertEqual(ctx.exception.status, "not_found")
+        with dsv41.Engine(self.model) as engine:
+            with self.assertRaises(dsv41.Dsv41Error) as ctx:
+                list(engine.generate([0, 10**6], max_tokens=2))
+            self.assertEqual(ctx.exception.status, "invalid_argument")
+            self.assertIn("prompt[1]", str(ctx.exception))
+            with self.assertRaises(dsv41.Dsv41Error) as ctx:
+                list(engine.generate([0, 5], top_p=3.0))
+            self.assertIn("top_p", str(ctx.exception))
+
+
+if __name__ == "__main__":
+    sys.exit(0 if unittest.main(exit=False).result.wasSuccessful() else 1)
