@@ -171,10 +171,6 @@ std::vector<LayerRole> derive_roles(const TextConfig& t) {
               "layer {} is a KV source but not an index source: text_config.index_source_layer_ids "
               "must include every KV source (Full mode)",
               i);
-    CFG_CHECK(last_index >= 0 && last_index >= last_kv,
-              "layer {} reads KV source {} but no index source at or after it precedes the layer "
-              "(text_config.index_source_layer_ids)",
-              i, last_kv);
     r.kv_layer = last_kv;
     r.index_layer = last_index;
     if (r.kv_source) {
@@ -212,6 +208,14 @@ Status ModelConfig::validate() {
     DSV41_CHECK(quant.expert_dtype.empty() || quant.expert_dtype == "fp4", kUnsupported,
                 "quantization_config.expert_dtype = '{}' is not supported (fp4)",
                 quant.expert_dtype);
+    CFG_CHECK(image_token_id < t.vocab_size,
+              "image_token_id = {} is outside the vocabulary [0, {})", image_token_id,
+              t.vocab_size);
+    if (t.num_nextn_predict_layers > 0) {
+      CFG_CHECK(t.dspark_noise_token_id >= 0 && t.dspark_noise_token_id < t.vocab_size,
+                "text_config.dspark_noise_token_id = {} is outside the vocabulary [0, {})",
+                t.dspark_noise_token_id, t.vocab_size);
+    }
     check_engram(t);
     if (t.num_nextn_predict_layers > 0)
       check_layer_list(t.dspark_target_layer_ids, t.num_hidden_layers, "dspark_target_layer_ids");

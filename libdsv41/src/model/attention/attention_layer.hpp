@@ -1,0 +1,76 @@
+// One attention sublayer of the CPU reference (spec model-architecture.md §2.2-2.6), over a
+// chunk of T new tokens at absolute positions [pos0, pos0+T): prefill, chunked prefill and decode
+// are the same call and give the same numbers.
+//
+// Call sequence (per sequence, per forward call of T tokens):
+//   RopeTables rope = RopeTables::from_config(cfg.text);              // once per model
+//   std::vector<AttentionLayer> attn;                                  // once per model
+//   for l: attn.push_back(AttentionLayer::bind(ck, cfg, l, rope));
+//   AttentionSequenceState st; st.init(cfg);                           // once per sequence
+//   StepSelections sel;                                                // every forward call:
+//   sel.clear();
+//   for l in 0..L-1 (in order; layer l reads what index/KV sources < l published this call):
+//     attn[l].forward(x_l /*attn_norm output [T, hidden]*/, T, pos0, st, sel, out_l, pool);
+//
+// Roles (cfg.roles[l]): Swa = window only. Full = own compressor + indexer, publishes
+// sel.index[l] (+ sel.candidates[l] at the candidate source) and grows st.source[l]. Reuse =
+// st.source[kv_layer] with sel.index[index_layer]. Reindex = own queries over
+// st.source[kv_layer].index_keys restricted to sel.candidates[candidate_layer]; publishes
+// sel.index[l].
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "config/model_config.hpp"
+#include "model/attention/attention_state.hpp"
+#include "model/attention/compressor.hpp"
+#include "model/attention/indexer.hpp"
+#include "model/attention/rope.hpp"
+#include "model/linear.hpp"
+
+namespace dsv41 {
+
+class Checkpoint;
+class ThreadPool;
+
+class AttentionLayer {
+ public:
+  // Binds `layers.{layer}.attn.{wq_a, q_norm, wq_b, wkv, kv_norm, wo_a, wo_b, attn_sink}` and
+  // the compressor / indexer tensors of the layer's role. `rope` must outlive the layer.
+  static AttentionLayer bind(const Checkpoint& ck, const ModelConfig& cfg, int layer,
+                             const RopeTables& rope);
+
+  const LayerRole& role() const { return role_; }
+
+  // x: attention input (attn_norm output) [T, hidden]; out: [T, hidden]. Requires
+  // pos0 == st.window[layer].next_pos (and, on KV sources, == st.source[layer].next_pos()).
+  // trace (optional): index scores / candidate block scores of an index source.
+  void forward(const float* x, int64_t T, int64_t pos0, AttentionSequenceState& st,
+               StepSelections& sel, float* out, ThreadPool* pool,
+               AttentionTrace* trace = nullptr) const;
+
+ private:
+  // The compressed branch: fills sel (index sources) and returns the selection used.
+  const IndexSelection* compressed_branch(const float* x, const float* qr, int64_t T, int64_t pos0,
+                                          AttentionSequenceState& st, StepSelections& sel,
+                                          ThreadPool* pool, AttentionTrace* trace) const;
+
+  LayerRole role_;
+  int64_t hidden_ = 0;
+  int n_heads_ = 0, head_dim_ = 0, rope_dim_ = 0, q_lora_ = 0;
+  int o_groups_ = 0, o_lora_ = 0, window_ = 0;
+  int index_topk_ = 0, cand_blocks_ = 0, cand_block_size_ = 0;
+  float eps_ = 0;
+  const float* inv_freq_ = nullptr;           // this layer's q/k table (main or compress)
+  const float* inv_freq_compress_ = nullptr;  // compressor / indexer table
+  Linear wq_a_, wq_b_, wkv_, wo_a_, wo_b_;
+  std::vector<float> q_norm_, kv_norm_, sink_;
+  bool has_compressor_ = false, has_indexer_ = false;
+  bool uses_candidates_ = false;  // index source after the candidate source (HF uses_candidates)
+  int candidate_layer_ = -1;
+  Compressor compressor_;
+  Indexer indexer_;
+};
+
+}  // namespace dsv41

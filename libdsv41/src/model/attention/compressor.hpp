@@ -1,0 +1,55 @@
+// Compressor of a KV-source layer (spec model-architecture.md §2.3): pools `ratio` consecutive
+// tokens of the attention input into one 512-d latent (released sizes), carrying the open group
+// across calls in CsaSourceState::pending_*.
+//   ratio 1:  latent_t = norm_c(x_t·Wc_kvᵀ)
+//   ratio r:  latent_j[c] = Σ_{t in group j} softmax_t(g_t[c])·kv_t[c] (fp32), then norm_c
+// The indexer reads the pre-RoPE latents (indexer.hpp); append_compressed() then rotates them at
+// position j·ratio (compress table) and FP4-quantises them (block 16, e4m3 scales, §2.7).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/linear.hpp"
+
+namespace dsv41 {
+
+class Checkpoint;
+struct ModelConfig;
+struct CsaSourceState;
+class ThreadPool;
+
+// Groups completed by one call: latents [n_groups, head_dim] for entries first_entry.. .
+struct CompressedGroups {
+  int64_t first_entry = 0;
+  int64_t n_groups = 0;
+  std::vector<float> latent;  // pre-RoPE, after compressor.norm
+};
+
+class Compressor {
+ public:
+  // `layers.{layer}.attn.compressor.{wkv, wgate (ratio > 1 only), norm}`.
+  static Compressor bind(const Checkpoint& ck, const ModelConfig& cfg, int layer);
+
+  int ratio() const { return ratio_; }
+  // Consumes x [T, hidden] (tokens at st.next_pos()...), updates st.pending_*; returns the groups
+  // this call completes (possibly none). Does not touch st.compressed_kv / st.n_entries.
+  CompressedGroups run(const float* x, int64_t T, CsaSourceState& st, ThreadPool* pool) const;
+
+ private:
+  int layer_ = -1;
+  int ratio_ = 0;
+  int64_t hidden_ = 0;
+  int head_dim_ = 0;
+  float eps_ = 0;
+  Linear wkv_, wgate_;
+  std::vector<float> norm_;
+};
+
+// Rotates g.latent entry k at position (first_entry+k)·ratio with `inv_freq` (rope slice = last
+// rope_dim channels), FP4-quantises it and appends it to st.compressed_kv; bumps st.n_entries.
+// prequant (optional, tests): receives the rotated entries before FP4 [n_groups, head_dim].
+void append_compressed(const CompressedGroups& g, const float* inv_freq, int rope_dim,
+                       CsaSourceState& st, std::vector<float>* prequant = nullptr);
+
+}  // namespace dsv41
