@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# README command 1: install dependencies, build, and run the bundled tiny model on the CPU
-# (next-token predictions of the CPU reference forward pass for a prompt).
-# Environment: PROMPT (default "Hello,"), MODEL (default the bundled tiny8 model), JOBS.
+# README command 1: install dependencies, build, and serve the bundled tiny model on the CPU with
+# dsv41-server (OpenAI-compatible API, docs/server.md). Prints the URL and the API key file.
+# Environment: MODEL (default the bundled tiny8 model), PORT (default 8000), HOST (default
+# 127.0.0.1), KEY_FILE (default build/dsv41-api-key), JOBS.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 bash scripts/setup.sh
 cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=Release
-cmake --build build -j "${JOBS:-$(nproc)}" --target dsv41_cli
+cmake --build build -j "${JOBS:-$(nproc)}" --target dsv41_cli dsv41-server
 model="${MODEL:-tests/fixtures/golden/tiny8}"
-exec build/tools/dsv41/dsv41 predict --model "$model" --prompt "${PROMPT:-Hello,}" --top 5
+host="${HOST:-127.0.0.1}"
+port="${PORT:-8000}"
+key_file="${KEY_FILE:-build/dsv41-api-key}"
+echo "dsv41-server: http://${host}:${port}/v1  (API key file: ${key_file}; created 0600 if absent)"
+echo "try: curl -H \"Authorization: Bearer \$(cat ${key_file})\" http://${host}:${port}/v1/models"
+exec build/server/dsv41-server --model "$model" --host "$host" --port "$port" \
+  --api-key-file "$key_file"

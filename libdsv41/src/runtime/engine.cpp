@@ -74,7 +74,8 @@ struct Engine::Impl {
   }
   int64_t used_bytes() const {
     int64_t u = cache.bytes();
-    for (const auto& r : running) u += r->reserved_bytes;
+    for (const auto& r : running)
+      if (!r->finished) u += r->reserved_bytes;  // a finished one is released at its event
     return u;
   }
 

@@ -118,9 +118,8 @@ class LayerRunner {
     if (role.ratio > 0) C = gc_.get(csa(role.kv_layer, "compressed_kv")).size() / t.head_dim;
     if (inject) {  // Reuse / Reindex: the oracle's caches of the KV source after the prefill
       CsaSourceState& s = st.source[role.kv_layer];
-      s.compressed_kv = gc_.get(csa(role.kv_layer, "compressed_kv"));
-      s.index_keys = gc_.get(csa(role.kv_layer, "index_k"));
-      s.n_entries = C;
+      s.inject(gc_.get(csa(role.kv_layer, "compressed_kv")),
+               gc_.get(csa(role.kv_layer, "index_k")));
     }
     const int64_t NB = C == 0 ? 0 : (C + t.candidate_block_size - 1) / t.candidate_block_size;
     LayerResult r;
@@ -220,12 +219,12 @@ void check_case(const std::string& case_name) {
       require_close_2d(where + " debug.attn_out", r.out, want_out, D, kTol);
       if (role.kv_source) {
         require_quantized_equal(where + " debug.csa.L" + ls + ".compressed_kv",
-                                r.source.compressed_kv,
+                                r.source.compressed_fp32(),
                                 gc.get(LayerRunner::csa(l, "compressed_kv")), r.compressed_pre,
                                 t.head_dim, &fake_quant_compressed_fp4);
-        require_quantized_equal(where + " debug.csa.L" + ls + ".index_k", r.source.index_keys,
-                                gc.get(LayerRunner::csa(l, "index_k")), r.keys_pre,
-                                t.index_head_dim, &fake_quant_index_fp4);
+        require_quantized_equal(where + " debug.csa.L" + ls + ".index_k",
+                                r.source.index_keys_fp32(), gc.get(LayerRunner::csa(l, "index_k")),
+                                r.keys_pre, t.index_head_dim, &fake_quant_index_fp4);
       }
       if (role.index_source) {
         const std::vector<float> want = gc.get("debug.index_scores.L" + ls);

@@ -152,7 +152,7 @@ void AttentionLayer::forward(const float* x, int64_t T, int64_t pos0, AttentionS
               kInvalidArgument, "layer {}: the attention state holds {} layers (init() not run?)",
               l, st.window.size());
   WindowRing& ring = st.window[l];
-  DSV41_CHECK(ring.capacity == W && ring.head_dim == D, kInvalidArgument,
+  DSV41_CHECK(ring.capacity >= W && ring.head_dim == D, kInvalidArgument,
               "layer {}: window ring is {} x {}, the layer needs {} x {} (state not init()ed?)", l,
               ring.capacity, ring.head_dim, W, D);
   DSV41_CHECK(pos0 == ring.next_pos, kInvalidArgument,
@@ -190,6 +190,29 @@ void AttentionLayer::forward(const float* x, int64_t T, int64_t pos0, AttentionS
 
   // Steps 4-6 per (token, head): window keys (t-W, t] ∪ selected entries, scale D^-0.5, sink in
   // the denominator, o = Σ p·v, inverse RoPE at the query position.
+  // Per-call fp32 scratch of the packed state this call reads: window positions
+  // [first_old, pos0) and the compressed entries any query selected (rows in `sel_rows`).
+  const int64_t first_old = std::max<int64_t>(0, pos0 - W + 1);
+  std::vector<float> old_kv((pos0 - first_old) * D);
+  for (int64_t p = first_old; p < pos0; ++p) ring.read(p, old_kv.data() + (p - first_old) * D);
+  std::vector<int32_t> used;
+  if (selection != nullptr) {
+    for (int32_t i : selection->index) {
+      if (i < 0) continue;
+      DSV41_CHECK(i < csrc->n_entries && i < csrc->cache.n_compressed(), kInvalidArgument,
+                  "layer {}: selected entry {} but source {} holds {}", l, i, csrc->layer,
+                  csrc->cache.n_compressed());
+      used.push_back(i);
+    }
+    std::sort(used.begin(), used.end());
+    used.erase(std::unique(used.begin(), used.end()), used.end());
+  }
+  std::vector<float> sel_rows(used.size() * D);
+  for (size_t r = 0; r < used.size(); ++r) csrc->cache.read_compressed(used[r], &sel_rows[r * D]);
+  auto selected_row = [&](int32_t i) {
+    return sel_rows.data() + (std::lower_bound(used.begin(), used.end(), i) - used.begin()) * D;
+  };
+
   const float scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
   std::vector<float> o(T * H * D);
   for_range(pool, T * H, [&](int64_t th) {
@@ -198,15 +221,11 @@ void AttentionLayer::forward(const float* x, int64_t T, int64_t pos0, AttentionS
     std::vector<const float*> keys;
     const int64_t first = std::max<int64_t>(0, pos - W + 1);
     for (int64_t k = first; k <= pos; ++k)
-      keys.push_back(k >= pos0 ? kv.data() + (k - pos0) * D : ring.at(k));
+      keys.push_back(k >= pos0 ? kv.data() + (k - pos0) * D : old_kv.data() + (k - first_old) * D);
     if (selection != nullptr) {
       const int32_t* idx = selection->index.data() + t * selection->topk;
       for (int i = 0; i < selection->topk; ++i) {
-        if (idx[i] < 0) continue;
-        DSV41_CHECK(idx[i] < csrc->n_entries, kInvalidArgument,
-                    "layer {}: selected entry {} at position {} but source {} holds {}", l, idx[i],
-                    pos, csrc->layer, csrc->n_entries);
-        keys.push_back(csrc->compressed_kv.data() + int64_t{idx[i]} * D);
+        if (idx[i] >= 0) keys.push_back(selected_row(idx[i]));
       }
     }
     std::vector<float> s(keys.size());
@@ -245,10 +264,12 @@ void AttentionLayer::forward(const float* x, int64_t T, int64_t pos0, AttentionS
   }
   wo_b_.forward(z.data(), T, out, pool);
 
-  // The window keeps the newest W tokens (a query sees t-W < k <= t).
-  for (int64_t t = std::max<int64_t>(0, T - W); t < T; ++t)
-    std::copy(kv.begin() + t * D, kv.begin() + (t + 1) * D, ring.slot(pos0 + t));
+  // The ring keeps the newest capacity = W + max_rollback tokens (a query sees t-W < k <= t; the
+  // extra slots let rollback() undo positions), packed FP8 (§2.8).
+  for (int64_t t = std::max<int64_t>(0, T - ring.capacity); t < T; ++t)
+    ring.write(pos0 + t, kv.data() + t * D);
   ring.next_pos = pos0 + T;
+  ring.rollback_depth = std::min<int64_t>(ring.capacity - W, ring.rollback_depth + T);
 }
 
 }  // namespace dsv41

@@ -15,7 +15,7 @@
 // Roles (cfg.roles[l]): Swa = window only. Full = own compressor + indexer, publishes
 // sel.index[l] (+ sel.candidates[l] at the candidate source) and grows st.source[l]. Reuse =
 // st.source[kv_layer] with sel.index[index_layer]. Reindex = own queries over
-// st.source[kv_layer].index_keys restricted to sel.candidates[candidate_layer]; publishes
+// st.source[kv_layer] index keys restricted to sel.candidates[candidate_layer]; publishes
 // sel.index[l].
 #pragma once
 

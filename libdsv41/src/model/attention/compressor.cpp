@@ -52,6 +52,13 @@ CompressedGroups Compressor::run(const float* x, int64_t T, CsaSourceState& st,
   }
   std::vector<float> gate(T * D);
   wgate_.forward(x, T, gate.data(), pool);
+  // Rollback history: the rows of the newest recent_capacity positions (attention_state.hpp).
+  const int64_t p0 = st.next_pos(), cap = st.recent_capacity;
+  for (int64_t t = std::max<int64_t>(0, T - cap); t < T; ++t) {
+    const int64_t slot = (p0 + t) % cap;
+    std::copy_n(kv.begin() + t * D, D, st.recent_kv.begin() + slot * D);
+    std::copy_n(gate.begin() + t * D, D, st.recent_gate.begin() + slot * D);
+  }
   // Buffered tokens of the open group come first: rows [pending + T] of kv / gate.
   const int64_t n_rows = st.pending + T;
   std::vector<float> all_kv(n_rows * D), all_gate(n_rows * D);
@@ -92,13 +99,16 @@ void append_compressed(const CompressedGroups& g, const float* inv_freq, int rop
   DSV41_CHECK(g.first_entry == st.n_entries, kInternal,
               "layer {}: compressed groups start at entry {}, cache holds {}", st.layer,
               g.first_entry, st.n_entries);
-  st.compressed_kv.resize((st.n_entries + g.n_groups) * D);
+  DSV41_CHECK(st.cache.n_compressed() == st.n_entries, kInternal,
+              "layer {}: compressed cache holds {} entries, the state counts {}", st.layer,
+              st.cache.n_compressed(), st.n_entries);
+  std::vector<float> e(D);
   for (int64_t k = 0; k < g.n_groups; ++k) {
-    float* e = st.compressed_kv.data() + (st.n_entries + k) * D;
-    std::copy(g.latent.begin() + k * D, g.latent.begin() + (k + 1) * D, e);
-    rope_rotate(e + D - rope_dim, inv_freq, rope_dim, (g.first_entry + k) * st.ratio, false);
-    if (prequant != nullptr) prequant->insert(prequant->end(), e, e + D);
-    fake_quant_compressed_fp4(e, D);
+    std::copy(g.latent.begin() + k * D, g.latent.begin() + (k + 1) * D, e.begin());
+    rope_rotate(e.data() + D - rope_dim, inv_freq, rope_dim, (g.first_entry + k) * st.ratio, false);
+    if (prequant != nullptr) prequant->insert(prequant->end(), e.begin(), e.end());
+    fake_quant_compressed_fp4(e.data(), D);
+    st.cache.append_compressed(e.data());  // packed FP4 block 16 + e4m3 (§2.8), exact
   }
   st.n_entries += g.n_groups;
 }

@@ -33,7 +33,8 @@ class Compressor {
 
   int ratio() const { return ratio_; }
   // Consumes x [T, hidden] (tokens at st.next_pos()...), updates st.pending_*; returns the groups
-  // this call completes (possibly none). Does not touch st.compressed_kv / st.n_entries.
+  // this call completes (possibly none). Does not touch st.cache / st.n_entries; records the rows
+  // in st.recent_* for rollback.
   CompressedGroups run(const float* x, int64_t T, CsaSourceState& st, ThreadPool* pool) const;
 
  private:
@@ -47,7 +48,7 @@ class Compressor {
 };
 
 // Rotates g.latent entry k at position (first_entry+k)·ratio with `inv_freq` (rope slice = last
-// rope_dim channels), FP4-quantises it and appends it to st.compressed_kv; bumps st.n_entries.
+// rope_dim channels), FP4-quantises it and appends it packed to st.cache; bumps st.n_entries.
 // prequant (optional, tests): receives the rotated entries before FP4 [n_groups, head_dim].
 void append_compressed(const CompressedGroups& g, const float* inv_freq, int rope_dim,
                        CsaSourceState& st, std::vector<float>* prequant = nullptr);

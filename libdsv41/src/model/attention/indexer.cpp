@@ -52,10 +52,9 @@ Indexer Indexer::bind(const Checkpoint& ck, const ModelConfig& cfg, int layer) {
 void Indexer::append_keys(const CompressedGroups& g, const float* inv_freq, int rope_dim,
                           CsaSourceState& st, std::vector<float>* prequant) const {
   DSV41_CHECK(owns_keys_, kInternal, "layer {}: append_keys on an indexer without wk", layer_);
-  DSV41_CHECK(st.index_head_dim == head_dim_ &&
-                  g.first_entry * int64_t{head_dim_} == static_cast<int64_t>(st.index_keys.size()),
-              kInternal, "layer {}: index-key cache holds {} values, groups start at entry {}",
-              layer_, st.index_keys.size(), g.first_entry);
+  DSV41_CHECK(st.index_head_dim == head_dim_ && g.first_entry == st.cache.n_index(), kInternal,
+              "layer {}: index-key cache holds {} keys, groups start at entry {}", layer_,
+              st.cache.n_index(), g.first_entry);
   if (g.n_groups == 0) return;
   const int64_t D = head_dim_;
   std::vector<float> k(g.n_groups * D);
@@ -67,18 +66,20 @@ void Indexer::append_keys(const CompressedGroups& g, const float* inv_freq, int 
     if (prequant != nullptr) prequant->insert(prequant->end(), kj, kj + D);
     fake_quant_index_fp4(kj, D);
   }
-  st.index_keys.insert(st.index_keys.end(), k.begin(), k.end());
+  for (int64_t j = 0; j < g.n_groups; ++j) st.cache.append_index(k.data() + j * D);  // §2.8
 }
 
 void Indexer::score(const float* x, const float* qr, int64_t T, int64_t pos0, const float* inv_freq,
                     int rope_dim, const CsaSourceState& keys, float* scores,
                     ThreadPool* pool) const {
   const int64_t H = n_heads_, D = head_dim_, n = keys.n_entries;
-  DSV41_CHECK(
-      keys.index_head_dim == head_dim_ && static_cast<int64_t>(keys.index_keys.size()) == n * D,
-      kInternal, "layer {}: index keys of layer {} hold {} values for {} entries of {}", layer_,
-      keys.layer, keys.index_keys.size(), n, D);
+  DSV41_CHECK(keys.index_head_dim == head_dim_ && keys.cache.n_index() == n, kInternal,
+              "layer {}: index keys of layer {} hold {} keys for {} entries", layer_, keys.layer,
+              keys.cache.n_index(), n);
   if (n == 0 || T == 0) return;
+  // Per-call fp32 scratch of every key (all are scored): [n, D], unpacked exactly.
+  std::vector<float> key_scratch(n * D);
+  for (int64_t j = 0; j < n; ++j) keys.cache.read_index(j, key_scratch.data() + j * D);
   std::vector<float> q(T * H * D), w(T * H);
   wq_b_.forward(qr, T, q.data(), pool);
   weights_proj_.forward(x, T, w.data(), pool);
@@ -92,7 +93,7 @@ void Indexer::score(const float* x, const float* qr, int64_t T, int64_t pos0, co
     }
     for (int64_t h = 0; h < H; ++h) w[t * H + h] *= heads_scale;
   }
-  const float* kc = keys.index_keys.data();
+  const float* kc = key_scratch.data();
   auto rows = [&](size_t b, size_t e) {
     for (size_t ti = b; ti < e; ++ti) {
       const int64_t t = static_cast<int64_t>(ti);

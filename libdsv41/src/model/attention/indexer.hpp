@@ -26,7 +26,7 @@ class Indexer {
   static Indexer bind(const Checkpoint& ck, const ModelConfig& cfg, int layer);
 
   bool owns_keys() const { return owns_keys_; }
-  // KV sources: appends the keys of the groups `g` (pre-RoPE latents) to st.index_keys.
+  // KV sources: appends the keys of the groups `g` (pre-RoPE latents) to st.cache, packed.
   // Call before append_compressed() (which bumps st.n_entries). prequant (optional, tests):
   // receives the rotated keys before FP4 [n_groups, index_head_dim].
   void append_keys(const CompressedGroups& g, const float* inv_freq, int rope_dim,

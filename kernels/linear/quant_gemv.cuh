@@ -1,0 +1,265 @@
+// Decode GEMV over a quantised weight streamed once from memory for all activation rows
+// (1..16 tokens). Shared by fp8_block_gemv.cu and fp4_expert_gemv.cu, which supply the format.
+//
+// Work split. A warp owns R consecutive output rows and a contiguous slice of the 16-byte weight
+// chunks of those rows (ksplit warps of one block share the rows and split the chunks). Each lane
+// reads one 16-byte chunk per row per step with a 128-bit non-L1-allocating load (lanes of a warp
+// cover 512 contiguous bytes), dequantises it once into registers and uses it for every
+// activation row. The next chunk's loads are issued before the current one is used. x is staged
+// in shared memory when it fits (else read through L1). Partial sums are reduced by warp
+// shuffles, then across the ksplit warps through shared memory in a fixed order (deterministic:
+// no atomics). Measurements and the limits found: docs/perf.md "CUDA linear kernels (H200)".
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace dsv41::kernels::detail {
+
+inline constexpr int kGemvThreads = 256;  // 8 warps per block
+inline constexpr int kGemvWarps = kGemvThreads / 32;
+
+// E8M0 byte -> 2^(e-127) (e = 0 is the fp32 subnormal 2^-127; 0xFF is NaN), as quant/dtype.cpp.
+__device__ __forceinline__ float e8m0_to_float(uint8_t e) {
+  if (e == 0xFF) return __int_as_float(0x7FC00000);
+  return e == 0 ? __int_as_float(0x00400000) : __int_as_float(static_cast<int>(e) << 23);
+}
+
+// 16 bytes through L2 only: the weight stream is read once, L1 is kept for x.
+__device__ __forceinline__ uint4 load_stream_u4(const uint8_t* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+// Σ_j a[j] · b[j] over 16 values, fp32, in index order.
+__device__ __forceinline__ float dot16(const float (&a)[16], const float (&b)[16]) {
+  float acc = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 16; ++j) acc = fmaf(a[j], b[j], acc);
+  return acc;
+}
+
+// x[t, 4f .. 4f + 4) as float4 `f` of row t. Staged in shared memory, float4 f of a row sits at
+// f ^ ((f >> 3) & kMask): the 8 lanes of one 128-bit shared-load phase read float4s 4 (FP8) or 8
+// (FP4) apart, which without the swizzle fall into 2 (or 1) of the 8 16-byte bank groups.
+template <int kMask>
+__device__ __forceinline__ int x_swizzle(int f) {
+  return f ^ ((f >> 3) & kMask);
+}
+
+// Format policy (Fmt):
+//   kElemsPerChunk            weight elements in one 16-byte chunk (16 FP8, 32 FP4)
+//   kSubChunks                groups of 16 elements per chunk
+//   kScalePostMul             factor the decoded values are short of (applied per sub-chunk sum)
+//   kScaleSharedByRows        one scale for the R rows of a warp (FP8 32-row blocks)
+//   kSwizzleMask              x_swizzle mask (3 FP8: in % 16 == 0; 7 FP4: in % 32 == 0)
+//   decode(chunk, sub, out)   16 fp32 values (unscaled) of sub-chunk `sub`
+//   scale_ptr(scale, o, c, in)  address of the E8M0 scale of output row o, chunk c
+//   kScaleStep                scale bytes from chunk c to chunk c + 32 (same row)
+//
+// kStageX: x [rows, in] is first copied into shared memory (rows · in · 4 bytes <= 48 KB), so the
+// per-lane 64-byte x reads cost one bank pass per quarter warp instead of 16 L1 lines per load.
+template <class Fmt, int T, int R, bool kStageX>
+__global__ void __launch_bounds__(kGemvThreads, T == 1 ? 4 : 2)
+    quant_gemv_kernel(const float* __restrict__ x, const uint8_t* __restrict__ w,
+                      const uint8_t* __restrict__ scale, float* __restrict__ y, int rows,
+                      int64_t out, int64_t in, int ksplit) {
+  extern __shared__ float4 xs[];  // kStageX: [rows][in / 4], swizzled per row
+  __shared__ float red[kGemvWarps][T * R];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int groups = kGemvWarps / ksplit, group = warp / ksplit, part = warp % ksplit;
+  const int64_t o0 = (static_cast<int64_t>(blockIdx.x) * groups + group) * R;
+  const int64_t row_bytes = in * 16 / Fmt::kElemsPerChunk;
+  const int64_t chunks = in / Fmt::kElemsPerChunk;
+  const int64_t per = (chunks + ksplit - 1) / ksplit;
+  const int64_t c_first = part * per + lane;
+  const int64_t c_end = min(chunks, (part + 1) * per);
+  const int iters = c_first < c_end ? static_cast<int>((c_end - c_first + 31) / 32) : 0;
+  const int n4 = static_cast<int>(in / 4);
+
+  // Per-row weight and scale cursors, advanced by 32 chunks per step (index math stays out of
+  // the inner loop: at 2 rows per warp it cost more issue slots than the decode). Rows past
+  // `out` read row out - 1 and are never stored.
+  const uint8_t* wp[R];
+  const uint8_t* sp[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int64_t o = min(o0 + r, out - 1);
+    wp[r] = w + o * row_bytes + c_first * 16;
+    sp[r] = Fmt::scale_ptr(scale, o, c_first, in);
+  }
+  // The first chunk's loads go out before the x staging and the barrier.
+  uint4 next[R];
+  if (iters > 0) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) next[r] = load_stream_u4(wp[r]);
+  }
+
+  if constexpr (kStageX) {
+    const float4* x4 = reinterpret_cast<const float4*>(x);
+    for (int i = threadIdx.x; i < rows * n4; i += kGemvThreads) {
+      const int t = i / n4, f = i - t * n4;
+      xs[t * n4 + x_swizzle<Fmt::kSwizzleMask>(f)] = __ldg(x4 + i);
+    }
+    __syncthreads();
+  }
+
+  float acc[T][R];
+#pragma unroll
+  for (int t = 0; t < T; ++t)
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[t][r] = 0.0f;
+
+  constexpr int kF4PerChunk = Fmt::kElemsPerChunk / 4;  // x float4s per weight chunk
+  int f0 = static_cast<int>(c_first) * kF4PerChunk;
+  for (int it = 0; it < iters; ++it) {
+    uint4 raw[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      raw[r] = next[r];
+      wp[r] += 32 * 16;
+    }
+    if (it + 1 < iters) {  // in flight while this chunk is decoded and multiplied
+#pragma unroll
+      for (int r = 0; r < R; ++r) next[r] = load_stream_u4(wp[r]);
+    }
+    float s[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      s[r] = (Fmt::kScaleSharedByRows && r > 0) ? s[0] : e8m0_to_float(__ldg(sp[r]));
+      sp[r] += Fmt::kScaleStep;
+    }
+#pragma unroll
+    for (int sub = 0; sub < Fmt::kSubChunks; ++sub) {
+      float wf[R][16];
+#pragma unroll
+      for (int r = 0; r < R; ++r) Fmt::decode(raw[r], sub, wf[r]);
+#pragma unroll
+      for (int t = 0; t < T; ++t) {
+        if (t < rows) {
+          float xv[16];
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            const int f = f0 + 4 * sub + q;
+            const float4 v =
+                kStageX
+                    ? xs[t * n4 + x_swizzle<Fmt::kSwizzleMask>(f)]
+                    : __ldg(reinterpret_cast<const float4*>(x) + static_cast<int64_t>(t) * n4 + f);
+            xv[4 * q + 0] = v.x;
+            xv[4 * q + 1] = v.y;
+            xv[4 * q + 2] = v.z;
+            xv[4 * q + 3] = v.w;
+          }
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            const float p = dot16(wf[r], xv) * Fmt::kScalePostMul;
+            acc[t][r] = fmaf(p, s[r], acc[t][r]);
+          }
+        }
+      }
+    }
+    f0 += 32 * kF4PerChunk;
+  }
+
+#pragma unroll
+  for (int t = 0; t < T; ++t)
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int m = 16; m >= 1; m >>= 1) acc[t][r] += __shfl_xor_sync(0xFFFFFFFFu, acc[t][r], m);
+
+  if (ksplit == 1) {
+#pragma unroll
+    for (int t = 0; t < T; ++t)
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        if (lane == ((t * R + r) & 31) && t < rows && o0 + r < out) y[t * out + o0 + r] = acc[t][r];
+    return;
+  }
+#pragma unroll
+  for (int t = 0; t < T; ++t)
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+      if (lane == ((t * R + r) & 31)) red[warp][t * R + r] = acc[t][r];
+  __syncthreads();
+  for (int i = threadIdx.x; i < groups * T * R; i += kGemvThreads) {
+    const int g = i / (T * R), idx = i % (T * R), t = idx / R, r = idx % R;
+    const int64_t o = (static_cast<int64_t>(blockIdx.x) * groups + g) * R + r;
+    float v = 0.0f;
+    for (int p = 0; p < ksplit; ++p) v += red[g * ksplit + p][idx];
+    if (t < rows && o < out) y[t * out + o] = v;
+  }
+}
+
+// Warps that share one row group: doubled while the grid has fewer than 32 warps per SM and each
+// warp keeps at least one chunk per lane.
+inline int gemv_ksplit(int64_t row_groups, int64_t chunks, int sm_count) {
+  int ksplit = 1;
+  while (ksplit < kGemvWarps && row_groups * ksplit < int64_t{32} * sm_count &&
+         chunks >= int64_t{64} * ksplit)
+    ksplit *= 2;
+  return ksplit;
+}
+
+// x is staged in shared memory when it fits the default 48 KB per block (no opt-in, so the same
+// rule holds on GB10's 99 KB): rows · in · 4 bytes, e.g. in = 1280 up to 9 rows, in = 8192 1 row.
+inline constexpr int64_t kGemvStageXBytes = 48 * 1024;
+
+template <class Fmt, int T, int R>
+cudaError_t launch_quant_gemv(const float* x, const uint8_t* w, const uint8_t* scale, float* y,
+                              int rows, int64_t out, int64_t in, cudaStream_t stream) {
+  int dev = 0, sms = 0;
+  if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
+  if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+      e != cudaSuccess)
+    return e;
+  const int64_t row_groups = (out + R - 1) / R;
+  const int ksplit = gemv_ksplit(row_groups, in / Fmt::kElemsPerChunk, sms);
+  const int groups_per_block = kGemvWarps / ksplit;
+  const int64_t blocks = (row_groups + groups_per_block - 1) / groups_per_block;
+  if (blocks > 0x7FFFFFFF) return cudaErrorInvalidValue;
+  const int64_t x_bytes = int64_t{rows} * in * 4;
+  const unsigned grid = static_cast<unsigned>(blocks);
+  if (T <= 8 && x_bytes <= kGemvStageXBytes) {
+    quant_gemv_kernel<Fmt, T, R, (T <= 8)>
+        <<<grid, kGemvThreads, x_bytes, stream>>>(x, w, scale, y, rows, out, in, ksplit);
+  } else {
+    quant_gemv_kernel<Fmt, T, R, false>
+        <<<grid, kGemvThreads, 0, stream>>>(x, w, scale, y, rows, out, in, ksplit);
+  }
+  return cudaGetLastError();
+}
+
+// The one runtime -> compile-time dispatch of the family: rows -> the smallest instantiated T.
+// Fewer output rows per warp (R) for larger T keeps acc[T][R] + wf[R][16] in registers.
+// __launch_bounds__ caps registers so several blocks share an SM: 128 (2 blocks, 16 warps) for
+// T >= 2 (at 1 block the fp8 wq_b GEMV with 2 rows took 33.7 us instead of 25.7 us, H200) and 64
+// (4 blocks) for T = 1 with R = 2 (no spills; docs/perf.md has the occupancy measurements).
+template <class Fmt>
+cudaError_t dispatch_quant_gemv(const float* x, const uint8_t* w, const uint8_t* scale, float* y,
+                                int rows, int64_t out, int64_t in, cudaStream_t stream) {
+  // Under the 128-register cap of 2 blocks per SM, R = 4 spills (ptxas) for FP4 from T = 2 on
+  // (two sub-chunks per chunk) and for FP8 at T = 4; T = 2 FP8 keeps R = 4.
+  constexpr int kR2 = Fmt::kSubChunks == 1 ? 4 : 2;
+  if (rows <= 1) return launch_quant_gemv<Fmt, 1, 2>(x, w, scale, y, rows, out, in, stream);
+  if (rows <= 2) return launch_quant_gemv<Fmt, 2, kR2>(x, w, scale, y, rows, out, in, stream);
+  if (rows <= 4) return launch_quant_gemv<Fmt, 4, 2>(x, w, scale, y, rows, out, in, stream);
+  if (rows <= 8) return launch_quant_gemv<Fmt, 8, 2>(x, w, scale, y, rows, out, in, stream);
+  return launch_quant_gemv<Fmt, 16, 2>(x, w, scale, y, rows, out, in, stream);
+}
+
+// Shape and alignment rules shared by both formats; false -> cudaErrorInvalidValue. (in <= 2^28
+// keeps the kernel's x indices, rows · in / 4, in 32 bits.)
+inline bool gemv_args_ok(const float* x, const uint8_t* w, const uint8_t* scale, const float* y,
+                         int rows, int64_t out, int64_t in, int64_t in_multiple) {
+  const auto aligned16 = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
+  return x && w && scale && y && rows >= 1 && rows <= 16 && out >= 1 && in >= in_multiple &&
+         in <= (int64_t{1} << 28) && in % in_multiple == 0 && aligned16(x) && aligned16(w) &&
+         static_cast<const void*>(x) != y;
+}
+
+}  // namespace dsv41::kernels::detail

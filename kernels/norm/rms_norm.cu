@@ -1,0 +1,49 @@
+// RMSNorm, one block per row (spec model-architecture.md §2.2, §3):
+// y = x · (mean(x²) + eps)^-1/2 · w, as the CPU reference model/rms_norm.cpp computes it: the
+// sum of squares in fp64, then mean, sqrt and reciprocal in IEEE fp32 (nvcc's default -prec-div
+// and -prec-sqrt), then (x · inv) · w. eps is rms_norm_eps (1e-20 released): a zero row stays 0.
+#include "dsv41k/launchers.hpp"
+
+namespace dsv41::kernels {
+namespace {
+
+constexpr int kNormThreads = 256;
+
+__global__ void __launch_bounds__(kNormThreads)
+    rms_norm_kernel(const float* x, const float* __restrict__ w, float* y, int64_t n, float eps) {
+  __shared__ double partial[kNormThreads / 32];
+  const float* xr = x + static_cast<int64_t>(blockIdx.x) * n;
+  float* yr = y + static_cast<int64_t>(blockIdx.x) * n;
+  double ss = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += kNormThreads) {
+    const double v = xr[i];
+    ss += v * v;
+  }
+#pragma unroll
+  for (int m = 16; m >= 1; m >>= 1) ss += __shfl_xor_sync(0xFFFFFFFFu, ss, m);
+  if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = ss;
+  __syncthreads();
+  double total = 0.0;
+#pragma unroll
+  for (int i = 0; i < kNormThreads / 32; ++i) total += partial[i];
+  const float mean = static_cast<float>(total / static_cast<double>(n));
+  const float inv = 1.0f / sqrtf(mean + eps);
+  // Every thread re-reads only the elements it wrote nothing to yet, so x == y is safe.
+  for (int64_t i = threadIdx.x; i < n; i += kNormThreads) {
+    const float v = __fmul_rn(xr[i], inv);
+    yr[i] = w != nullptr ? __fmul_rn(v, w[i]) : v;
+  }
+}
+
+}  // namespace
+
+cudaError_t rms_norm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps,
+                     cudaStream_t stream) {
+  if (x == nullptr || y == nullptr || rows < 0 || n < 1 || rows > 0x7FFFFFFF)
+    return cudaErrorInvalidValue;
+  if (rows == 0) return cudaSuccess;
+  rms_norm_kernel<<<static_cast<unsigned>(rows), kNormThreads, 0, stream>>>(x, w, y, n, eps);
+  return cudaGetLastError();
+}
+
+}  // namespace dsv41::kernels

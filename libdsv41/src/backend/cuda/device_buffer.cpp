@@ -1,0 +1,55 @@
+#include "backend/cuda/device_buffer.hpp"
+
+#include <fmt/format.h>
+
+#include <string>
+#include <utility>
+
+#include "backend/cuda/cuda_check.hpp"
+
+namespace dsv41::cuda {
+
+DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
+  if (bytes == 0) return;
+  const cudaError_t e = cudaMalloc(&ptr_, bytes);
+  if (e != cudaSuccess) {
+    ptr_ = nullptr;
+    bytes_ = 0;
+    const std::string what = fmt::format("cudaMalloc of {} bytes", bytes);
+    check_cuda(e, what.c_str());
+  }
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_ != nullptr) (void)cudaFree(ptr_);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : ptr_(std::exchange(other.ptr_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    if (ptr_ != nullptr) (void)cudaFree(ptr_);
+    ptr_ = std::exchange(other.ptr_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+void DeviceBuffer::upload(const void* src, size_t bytes) {
+  DSV41_CHECK(bytes <= bytes_, kInvalidArgument, "upload of {} bytes into a {}-byte device buffer",
+              bytes, bytes_);
+  if (bytes != 0) DSV41_CUDA_CHECK(cudaMemcpy(ptr_, src, bytes, cudaMemcpyHostToDevice));
+}
+
+void DeviceBuffer::download(void* dst, size_t bytes) const {
+  DSV41_CHECK(bytes <= bytes_, kInvalidArgument,
+              "download of {} bytes from a {}-byte device buffer", bytes, bytes_);
+  if (bytes != 0) DSV41_CUDA_CHECK(cudaMemcpy(dst, ptr_, bytes, cudaMemcpyDeviceToHost));
+}
+
+void DeviceBuffer::fill_bytes(uint8_t value) {
+  if (bytes_ != 0) DSV41_CUDA_CHECK(cudaMemset(ptr_, value, bytes_));
+}
+
+}  // namespace dsv41::cuda

@@ -1,0 +1,53 @@
+// An owned device allocation (cudaMalloc, move-only) with blocking host copies, for tests,
+// benches and the host-side owners of kernel inputs and workspaces.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace dsv41::cuda {
+
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  // cudaMalloc of `bytes` (0 allowed: no allocation); throws Failure(kOutOfMemory) naming the
+  // size when the device is full.
+  explicit DeviceBuffer(size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  size_t bytes() const { return bytes_; }
+  void* data() const { return ptr_; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+
+  // Host -> device at byte offset 0; throws Failure(kInvalidArgument) when src is larger than
+  // the buffer. Blocking (cudaMemcpy).
+  void upload(const void* src, size_t bytes);
+  template <typename T>
+  void upload(std::span<const T> src) {
+    upload(src.data(), src.size_bytes());
+  }
+  // Device -> host of the first `bytes`; same rules.
+  void download(void* dst, size_t bytes) const;
+  template <typename T>
+  void download(std::span<T> dst) const {
+    download(dst.data(), dst.size_bytes());
+  }
+  // Every byte set to `value` (poisoning outputs before a kernel writes them).
+  void fill_bytes(uint8_t value);
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+}  // namespace dsv41::cuda

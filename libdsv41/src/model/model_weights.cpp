@@ -1,0 +1,193 @@
+#include "model/model_weights.hpp"
+
+#include <set>
+
+#include "core/check.hpp"
+
+namespace dsv41 {
+namespace {
+
+// Groups a released checkpoint carries that the text backbone never reads
+// (§1.5, §6, §7).
+constexpr const char* kIgnoredPrefixes[] = {"mtp.", "vision.", "aligner.", "image_"};
+
+// Records every tensor name the binder consumes, for the inventory check at the
+// end.
+class Binder {
+ public:
+  Binder(const Checkpoint& ck, const ModelConfig& cfg) : ck_(ck), cfg_(cfg) {}
+
+  std::vector<float> f32(const std::string& name, const std::vector<int64_t>& shape) {
+    use(name);
+    return tensor_to_f32(ck_.expect(name, DType::kF32, shape));
+  }
+  std::vector<float> vec(const std::string& name, int64_t n) {
+    use(name);
+    return load_vector(ck_, name, n);
+  }
+  std::vector<float> mat(const std::string& name, int64_t rows, int64_t cols) {
+    use(name);
+    return load_matrix(ck_, name, rows, cols);
+  }
+  // A quantised or plain linear `<prefix>.weight` (+ `.scale` when the format
+  // has one).
+  Linear linear(const std::string& prefix, int64_t out, int64_t in) {
+    Linear l = Linear::bind(ck_, prefix, out, in, cfg_.quant);
+    use(prefix + ".weight");
+    if (l.format() == WeightFormat::kFp8Block || l.format() == WeightFormat::kFp4Row)
+      use(prefix + ".scale");
+    return l;
+  }
+  TensorView view(const std::string& name, DType dt, const std::vector<int64_t>& shape) {
+    use(name);
+    return ck_.expect(name, dt, shape);
+  }
+  // Names the attention binder reads (it checks them itself); listed here per
+  // role so that the inventory check knows them without depending on the
+  // binder's internals.
+  void use_attention(const LayerRole& r) {
+    const std::string p = fmt::format("layers.{}.attn.", r.layer);
+    for (const char* w : {"wq_a", "wq_b", "wkv", "wo_a", "wo_b"}) {
+      use_if_present(p + w + ".weight");
+      use_if_present(p + w + ".scale");
+    }
+    for (const char* n : {"q_norm.weight", "kv_norm.weight", "attn_sink"}) use_if_present(p + n);
+    if (r.kv_source) {
+      for (const char* n : {"compressor.wkv.weight", "compressor.norm.weight", "indexer.wk.weight",
+                            "indexer.k_norm.weight"})
+        use_if_present(p + n);
+      if (r.ratio > 1) use_if_present(p + "compressor.wgate.weight");  // §2.3: no gate at ratio 1
+    }
+    if (r.index_source) {
+      for (const char* n :
+           {"indexer.wq_b.weight", "indexer.wq_b.scale", "indexer.weights_proj.weight"})
+        use_if_present(p + n);
+    }
+  }
+
+  void check_inventory(std::vector<IgnoredGroup>* ignored) const {
+    for (const char* prefix : kIgnoredPrefixes) ignored->push_back({prefix, 0, 0});
+    for (const std::string& name : ck_.names()) {
+      if (used_.count(name)) continue;
+      bool known = false;
+      for (IgnoredGroup& g : *ignored) {
+        if (name.rfind(g.prefix, 0) == 0) {
+          ++g.count;
+          g.bytes += ck_.get(name).nbytes();
+          known = true;
+          break;
+        }
+      }
+      DSV41_CHECK(known, kCorruptFile,
+                  "{}: tensor '{}' is not used by the text model (unexpected "
+                  "for this config: "
+                  "check compress_ratios / *_layer_ids)",
+                  *ck_.get(name).file, name);
+    }
+  }
+
+  void mark(const std::string& name) { use(name); }
+
+ private:
+  void use(const std::string& name) { used_.insert(name); }
+  void use_if_present(const std::string& name) {
+    if (ck_.has(name)) used_.insert(name);
+  }
+
+  const Checkpoint& ck_;
+  const ModelConfig& cfg_;
+  std::set<std::string> used_;
+};
+
+engram::EngramWeights bind_engram(Binder& b, const Checkpoint& ck, const TextConfig& t, int layer,
+                                  int64_t rows) {
+  engram::EngramDims dims;
+  dims.hidden = t.hidden_size;
+  dims.hc = t.hc_mult;
+  dims.head_dim = t.engram_head_dim;
+  dims.n_cols = static_cast<int64_t>(t.engram_max_ngram_size - 1) * t.engram_n_heads;
+  dims.table_rows = rows;
+  const std::string p = fmt::format("layers.{}.engram.", layer);
+  for (const char* n :
+       {"embed.weight", "embed.scale", "wkv.weight", "wkv.scale", "q_weight", "k_weight"})
+    b.mark(p + n);
+  return engram::load_engram_weights(ck, layer, dims);
+}
+
+MoeWeights bind_moe(Binder& b, const TextConfig& t, int layer) {
+  const std::string p = fmt::format("layers.{}.ffn.", layer);
+  const int64_t D = t.hidden_size, E = t.n_routed_experts, I = t.moe_intermediate_size;
+  MoeWeights m;
+  m.gate = b.mat(p + "gate.weight", E, D);
+  m.bias = b.f32(p + "gate.bias", {E});
+  m.bias_vl = b.f32(p + "gate.bias_vl", {E});
+  const int64_t IS = I * t.n_shared_experts;
+  m.shared.w1 = b.linear(p + "shared_experts.w1", IS, D);
+  m.shared.w3 = b.linear(p + "shared_experts.w3", IS, D);
+  m.shared.w2 = b.linear(p + "shared_experts.w2", D, IS);
+  m.experts.resize(E);
+  for (int64_t e = 0; e < E; ++e) {
+    const std::string ep = fmt::format("{}experts.{}.", p, e);
+    m.experts[e].w1 = b.linear(ep + "w1", I, D);
+    m.experts[e].w3 = b.linear(ep + "w3", I, D);
+    m.experts[e].w2 = b.linear(ep + "w2", D, I);
+  }
+  return m;
+}
+
+HcSiteWeights bind_hc(Binder& b, const TextConfig& t, int layer, const char* site) {
+  const std::string p = fmt::format("layers.{}.hc_{}_", layer, site);
+  const int64_t mix = (2 + t.hc_mult) * t.hc_mult;
+  HcSiteWeights h;
+  h.fn = b.f32(p + "fn", {mix, t.hc_mult * t.hidden_size});
+  h.base = b.f32(p + "base", {mix});
+  h.scale = b.f32(p + "scale", {3});
+  return h;
+}
+
+}  // namespace
+
+std::unique_ptr<ModelWeights> ModelWeights::bind(const Checkpoint& ck, const ModelConfig& cfg) {
+  const TextConfig& t = cfg.text;
+  DSV41_CHECK(static_cast<int>(cfg.roles.size()) == t.num_hidden_layers, kInternal,
+              "ModelWeights::bind needs a validated ModelConfig (roles missing)");
+  const int64_t D = t.hidden_size, V = t.vocab_size;
+  Binder b(ck, cfg);
+  auto w = std::make_unique<ModelWeights>();
+  w->embed = b.view("embed.weight", DType::kBF16, {V, D});
+  w->norm = b.vec("norm.weight", D);
+  w->head = b.linear("head", V, D);
+  w->rope = std::make_unique<RopeTables>(RopeTables::from_config(t));
+  w->layers.resize(t.num_hidden_layers);
+  size_t engram_index = 0;
+  for (int l = 0; l < t.num_hidden_layers; ++l) {
+    LayerWeights& lw = w->layers[l];
+    const LayerRole& role = cfg.roles[l];
+    lw.attn_norm = b.vec(fmt::format("layers.{}.attn_norm.weight", l), D);
+    lw.ffn_norm = b.vec(fmt::format("layers.{}.ffn_norm.weight", l), D);
+    lw.hc_attn = bind_hc(b, t, l, "attn");
+    lw.hc_ffn = bind_hc(b, t, l, "ffn");
+    lw.attn = AttentionLayer::bind(ck, cfg, l, *w->rope);
+    b.use_attention(role);
+    lw.ffn = bind_moe(b, t, l);
+    if (role.engram) {
+      lw.engram = std::make_unique<engram::EngramWeights>(
+          bind_engram(b, ck, t, l, t.engram_num_embeddings[engram_index++]));
+    }
+  }
+  b.check_inventory(&w->ignored);
+  return w;
+}
+
+void ModelWeights::embed_row(int32_t id, float* dst) const {
+  const int64_t V = embed.shape()[0], D = embed.shape()[1];
+  DSV41_CHECK(id >= 0 && id < V, kInvalidArgument, "token id {} is outside the vocabulary [0, {})",
+              id, V);
+  const uint8_t* row = embed.data + static_cast<int64_t>(id) * D * 2;
+  for (int64_t d = 0; d < D; ++d) {
+    const uint16_t bits = static_cast<uint16_t>(row[2 * d] | (row[2 * d + 1] << 8));
+    dst[d] = bf16_to_f32(bits);
+  }
+}
+
+}  // namespace dsv41

@@ -1,0 +1,57 @@
+// ModelWeights: every tensor of the text model bound by its released name (spec
+// model-architecture.md §1.5) with dtype/shape checks, as zero-copy views into
+// the mmapped checkpoint (small fp32 tensors are converted once). bind() also
+// proves the inventory: every checkpoint tensor is either used or in a
+// knowingly ignored group (DSpark `mtp.*`, `vision.*`, `aligner.*`, `image_*`);
+// anything else is an error naming the tensor and its file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/model_config.hpp"
+#include "engram/engram_layer.hpp"
+#include "loader/checkpoint.hpp"
+#include "model/attention/attention_layer.hpp"
+#include "model/linear.hpp"
+#include "model/mhc.hpp"
+#include "model/moe.hpp"
+
+namespace dsv41 {
+
+struct LayerWeights {
+  std::vector<float> attn_norm, ffn_norm;  // [D]
+  HcSiteWeights hc_attn, hc_ffn;
+  AttentionLayer attn;  // binds and runs the attention sublayer (attention/)
+  MoeWeights ffn;
+  std::unique_ptr<engram::EngramWeights> engram;  // `engram.*` (§5), null unless roles[L].engram
+};
+
+// Tensor groups present in a released checkpoint that the text model does not
+// read.
+struct IgnoredGroup {
+  std::string prefix;  // "mtp.", "vision.", "aligner.", "image_"
+  size_t count = 0;
+  uint64_t bytes = 0;
+};
+
+struct ModelWeights {
+  std::unique_ptr<RopeTables> rope;  // the AttentionLayers point into it (stable address)
+  TensorView embed;                  // embed.weight [V, D] BF16 (rows gathered on lookup)
+  std::vector<float> norm;           // norm.weight [D]
+  Linear head;                       // head.weight [V, D] BF16, fp32 logits
+  std::vector<LayerWeights> layers;
+  std::vector<IgnoredGroup> ignored;
+
+  // Throws detail::Failure naming the tensor and file: missing, wrong
+  // dtype/shape, or a tensor that no part of the text model uses.
+  static std::unique_ptr<ModelWeights> bind(const Checkpoint& ck, const ModelConfig& cfg);
+
+  // dst [D] = embed.weight[id] in fp32.
+  void embed_row(int32_t id, float* dst) const;
+};
+
+}  // namespace dsv41

@@ -1,0 +1,201 @@
+#include "model/transformer.hpp"
+
+#include <algorithm>
+
+#include "core/check.hpp"
+#include "engram/token_map.hpp"
+#include "model/rms_norm.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+namespace dsv41 {
+namespace {
+
+[[noreturn]] void rethrow(const Status& s) {
+  throw detail::Failure(s.code(), s.message(), __FILE__, __LINE__);
+}
+
+// §5.2: the compressed token map and the hash constants, from
+// DIR/tokenizer.json. The hasher checks the map size against
+// engram_compressed_vocab_size and the prime sums against engram_num_embeddings
+// (both name the config key).
+std::unique_ptr<engram::NgramHasher> make_hasher(const std::string& dir, const TextConfig& t) {
+  const std::string path = dir + "/tokenizer.json";
+  std::unique_ptr<Tokenizer> tok = Tokenizer::load(path);
+  DSV41_CHECK(static_cast<int64_t>(tok->vocab_size()) <= t.vocab_size, kInvalidArgument,
+              "{}: tokenizer has {} ids but text_config.vocab_size is {}", path, tok->vocab_size(),
+              t.vocab_size);
+  const auto n = static_cast<int32_t>(t.vocab_size);
+  engram::TokenMap map = engram::build_token_map(
+      n,
+      [&](int32_t id) {
+        const int32_t one[1] = {id};
+        return tok->decode(one);
+      },
+      [&](int32_t id) { return tok->token_string(id); });
+  engram::HashConfig hc;
+  hc.layer_ids.assign(t.engram_layer_ids.begin(), t.engram_layer_ids.end());
+  hc.num_embeddings = t.engram_num_embeddings;
+  hc.vocab_size = t.engram_vocab_size;
+  hc.max_ngram_size = t.engram_max_ngram_size;
+  hc.n_heads = t.engram_n_heads;
+  hc.pad_token_id = t.engram_pad_token_id;
+  hc.compressed_vocab_size = t.engram_compressed_vocab_size;
+  try {
+    return std::make_unique<engram::NgramHasher>(hc, std::move(map));
+  } catch (const detail::Failure& f) {  // name the two files whose contents disagree
+    throw detail::Failure(f.code(), fmt::format("{}/config.json vs {}: {}", dir, path, f.message()),
+                          f.file(), f.line());
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Transformer> Transformer::load(const std::string& dir, size_t threads) {
+  std::unique_ptr<Transformer> m(new Transformer());
+  Result<ModelConfig> cfg = ModelConfig::load(dir);
+  if (!cfg) rethrow(cfg.status());
+  m->cfg_ = std::move(cfg.value());
+  const TextConfig& t = m->cfg_.text;
+  m->ck_ = Checkpoint::open(dir);
+  m->w_ = ModelWeights::bind(*m->ck_, m->cfg_);
+  if (!t.engram_layer_ids.empty()) m->hasher_ = make_hasher(dir, t);
+  m->engram_slot_.assign(t.num_hidden_layers, -1);
+  for (size_t i = 0; i < t.engram_layer_ids.size(); ++i)
+    m->engram_slot_[t.engram_layer_ids[i]] = static_cast<int>(i);
+  m->pool_ = std::make_unique<ThreadPool>(threads);
+  m->shape_.hc = t.hc_mult;
+  m->shape_.dim = t.hidden_size;
+  m->shape_.sinkhorn_iters = t.hc_sinkhorn_iters;
+  m->shape_.hc_eps = static_cast<float>(t.hc_eps);
+  m->shape_.norm_eps = static_cast<float>(t.rms_norm_eps);
+  m->moe_.dim = t.hidden_size;
+  m->moe_.n_experts = t.n_routed_experts;
+  m->moe_.top_k = t.num_experts_per_tok;
+  m->moe_.gate_temp = static_cast<float>(t.gate_temp);
+  m->moe_.norm_topk_prob = t.norm_topk_prob;
+  m->moe_.routed_scaling_factor = static_cast<float>(t.routed_scaling_factor);
+  m->moe_.swiglu_limit = static_cast<float>(t.swiglu_limit);
+  std::vector<const MoeWeights*> moe_layers;
+  for (const LayerWeights& lw : m->w_->layers) moe_layers.push_back(&lw.ffn);
+  m->default_experts_ =
+      std::make_unique<CheckpointExperts>(std::move(moe_layers), m->moe_.swiglu_limit);
+  m->experts_ = m->default_experts_.get();
+  return m;
+}
+
+SequenceState Transformer::new_sequence(StateOptions opts) const {
+  SequenceState st;
+  st.init(cfg_, std::move(opts));
+  return st;
+}
+
+std::vector<int64_t> Transformer::engram_ids(const SequenceState& st, int64_t t0,
+                                             int64_t t1) const {
+  if (!hasher_) return {};
+  return hasher_->ids_for(st.tokens, st.image_flags, t0, t1);
+}
+
+void Transformer::engram(int layer, int64_t T, float* H, const int64_t* hash_ids,
+                         const uint8_t* image_flags) const {
+  const engram::EngramWeights& e = *w_->layers[layer].engram;
+  DSV41_CHECK(hash_ids != nullptr, kInternal, "Engram layer {} run without hash ids", layer);
+  const int64_t n = T * shape_.hc * shape_.dim;
+  engram::apply_engram(
+      e, std::span<float>(H, n), std::span<const int64_t>(hash_ids, T * e.dims.n_cols),
+      image_flags ? std::span<const uint8_t>(image_flags, T) : std::span<const uint8_t>(), T,
+      shape_.norm_eps, pool_.get());
+}
+
+void Transformer::run_layer(int layer, int64_t T, int64_t pos0, float* H, std::vector<float>& pre,
+                            const int64_t* hash_ids, const uint8_t* image_flags, SequenceState& st,
+                            StepSelections& sel, LayerTrace* trace) const {
+  const LayerWeights& lw = w_->layers[layer];
+  const int64_t D = shape_.dim, HD = shape_.hc * D;
+  const float eps = shape_.norm_eps;
+  ThreadPool* pool = pool_.get();
+  if (lw.engram) {  // §3: before the attention site, on all hc streams
+    engram(layer, T, H, hash_ids, image_flags);
+    if (trace) trace->engram_out.assign(H, H + T * HD);
+  }
+  std::vector<float> x(T * D), xn(T * D), y(T * D), Hmid(T * HD);
+  // Attention site: mixes from the entering H; the collapse uses the previous
+  // site's pre.
+  HcMixes a = hc_mixes(lw.hc_attn, shape_, H, T, pool);
+  hc_collapse(H, pre.data(), shape_, T, x.data());
+  rms_norm(x.data(), lw.attn_norm.data(), T, D, eps, xn.data());
+  lw.attn.forward(xn.data(), T, pos0, st.attn, sel, y.data(), pool,
+                  trace ? &trace->attention : nullptr);
+  hc_expand(y.data(), H, a, shape_, T, Hmid.data());
+  if (trace) {
+    trace->attn_collapsed = x;
+    trace->attn_normed = xn;
+    trace->attn_out = y;
+  }
+  // FFN site: collapse with the attention site's pre.
+  HcMixes f = hc_mixes(lw.hc_ffn, shape_, Hmid.data(), T, pool);
+  hc_collapse(Hmid.data(), a.pre.data(), shape_, T, x.data());
+  rms_norm(x.data(), lw.ffn_norm.data(), T, D, eps, xn.data());
+  moe_forward(lw.ffn, moe_, layer, xn.data(), T, image_flags, *experts_, pool, y.data(),
+              trace ? &trace->routing : nullptr);
+  hc_expand(y.data(), Hmid.data(), f, shape_, T, H);
+  if (trace) {
+    trace->ffn_collapsed = x;
+    trace->ffn_normed = xn;
+    trace->ffn_out = y;
+    trace->mix_attn = std::move(a);
+  }
+  pre = f.pre;
+  if (trace) trace->mix_ffn = std::move(f);
+}
+
+std::vector<float> Transformer::head(const float* H, const std::vector<float>& pre,
+                                     int64_t T) const {
+  const int64_t D = shape_.dim;
+  std::vector<float> x(T * D);
+  hc_collapse(H, pre.data(), shape_, T, x.data());
+  rms_norm(x.data(), w_->norm.data(), T, D, shape_.norm_eps, x.data());
+  std::vector<float> logits(T * cfg_.text.vocab_size);
+  w_->head.forward(x.data(), T, logits.data(), pool_.get());
+  return logits;
+}
+
+std::vector<float> Transformer::forward(SequenceState& st, std::span<const int32_t> ids,
+                                        std::span<const uint8_t> image_flags) const {
+  const int64_t T = static_cast<int64_t>(ids.size());
+  const int64_t D = shape_.dim, hc = shape_.hc;
+  DSV41_CHECK(T > 0, kInvalidArgument, "forward: no tokens");
+  DSV41_CHECK(image_flags.empty() || static_cast<int64_t>(image_flags.size()) == T,
+              kInvalidArgument, "forward: {} image flags for {} tokens", image_flags.size(), T);
+  DSV41_CHECK(st.pos + T <= cfg_.text.max_position_embeddings, kContextOverflow,
+              "forward: positions up to {} exceed max_position_embeddings {}", st.pos + T,
+              cfg_.text.max_position_embeddings);
+  const int64_t pos0 = st.pos;
+  st.attn.reserve_positions(pos0 + T);  // pool pages first: an error leaves the state unchanged
+  // §3: every stream starts as the token embedding.
+  std::vector<float> H(T * hc * D);
+  for (int64_t t = 0; t < T; ++t) {
+    float* h = H.data() + t * hc * D;
+    w_->embed_row(ids[t], h);
+    for (int64_t k = 1; k < hc; ++k) std::copy_n(h, D, h + k * D);
+  }
+  st.tokens.insert(st.tokens.end(), ids.begin(), ids.end());
+  if (image_flags.empty()) {
+    st.image_flags.resize(st.tokens.size(), 0);
+  } else {
+    st.image_flags.insert(st.image_flags.end(), image_flags.begin(), image_flags.end());
+  }
+  const std::vector<int64_t> hash = engram_ids(st, pos0, pos0 + T);  // [n_engram, T, cols]
+  const int64_t cols = hasher_ ? hasher_->n_cols() : 0;
+  const uint8_t* flags = image_flags.empty() ? nullptr : image_flags.data();
+  std::vector<float> pre = hc_initial_pre(shape_, T);
+  StepSelections sel;
+  for (int l = 0; l < cfg_.text.num_hidden_layers; ++l) {
+    const int slot = engram_slot_[l];
+    const int64_t* ids_l = slot >= 0 ? hash.data() + slot * T * cols : nullptr;
+    run_layer(l, T, pos0, H.data(), pre, ids_l, flags, st, sel, nullptr);
+  }
+  st.pos += T;
+  return head(H.data(), pre, T);
+}
+
+}  // namespace dsv41

@@ -1,0 +1,100 @@
+// Transformer: the CPU reference forward pass of the DeepSeek-V4.1 text model
+// (spec model-architecture.md §3 schedule): embed -> 4 hc streams -> per layer
+// [Engram] -> attn site -> ffn site -> final collapse with the last ffn `pre`
+// -> norm -> fp32 head. One call processes T new tokens at [state.pos,
+// state.pos + T): one-shot prefill, chunked prefill and decode are all calls of
+// forward(). Plain fp32 loops; matmuls and per-token loops split across a
+// ThreadPool.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "config/model_config.hpp"
+#include "core/thread_pool.hpp"
+#include "engram/ngram_hash.hpp"
+#include "loader/checkpoint.hpp"
+#include "model/mhc.hpp"
+#include "model/model_weights.hpp"
+#include "model/moe.hpp"
+#include "model/sequence_state.hpp"
+
+namespace dsv41 {
+
+// Every golden debug tensor of one layer for T tokens
+// (tests/fixtures/golden/tiny40/README.md).
+struct LayerTrace {
+  std::vector<float> engram_out;  // [T, hc, D], Engram layers only: the
+                                  // attention site's input H
+  HcMixes mix_attn, mix_ffn;
+  std::vector<float> attn_collapsed, attn_normed, attn_out;  // [T, D]
+  std::vector<float> ffn_collapsed, ffn_normed, ffn_out;     // [T, D]
+  Routing routing;
+  AttentionTrace attention;  // index sources: indexer scores (+ candidate block scores)
+};
+
+class Transformer {
+ public:
+  // Opens DIR (config.json, the sharded checkpoint, tokenizer.json when the
+  // model has Engram layers), validates the config, binds every tensor and runs
+  // the load-time checks (Engram table rows = sum of primes, token-map size =
+  // engram_compressed_vocab_size). threads 0 = all cores. Throws
+  // detail::Failure naming the file / key / tensor.
+  static std::unique_ptr<Transformer> load(const std::string& dir, size_t threads);
+
+  const ModelConfig& config() const { return cfg_; }
+  const Checkpoint& checkpoint() const { return *ck_; }
+  const ModelWeights& weights() const { return *w_; }
+  const engram::NgramHasher* hasher() const { return hasher_.get(); }
+  ThreadPool& pool() const { return *pool_; }
+  int hc() const { return shape_.hc; }
+  int64_t dim() const { return shape_.dim; }
+
+  // opts.pool: the KV byte budget shared with other sequences (null = private, unbounded).
+  SequenceState new_sequence(StateOptions opts = {}) const;
+  // Routed experts through `p` (must outlive the model); nullptr restores the
+  // checkpoint's.
+  void set_expert_provider(const ExpertProvider* p) { experts_ = p ? p : default_experts_.get(); }
+
+  // logits [T, vocab] (fp32) of the T tokens `ids` appended at state.pos;
+  // image_flags [T] or empty. Advances state.pos by T.
+  std::vector<float> forward(SequenceState& st, std::span<const int32_t> ids,
+                             std::span<const uint8_t> image_flags = {}) const;
+
+  // Engram hash row ids of positions [t0, t1) of the state's history:
+  // [n_engram, t1-t0, cols].
+  std::vector<int64_t> engram_ids(const SequenceState& st, int64_t t0, int64_t t1) const;
+
+  // ONE decoder layer on T tokens at [pos0, pos0 + T): H [T, hc, D] in/out
+  // (residual entering the layer -> leaving it), pre [T, hc] in/out (previous
+  // site's pre -> this layer's ffn pre). hash_ids [T, cols] of this layer
+  // (Engram layers), image_flags [T] or null. Attention reads and grows st.attn
+  // and sel (see attention_layer.hpp). trace (optional) records every tensor.
+  void run_layer(int layer, int64_t T, int64_t pos0, float* H, std::vector<float>& pre,
+                 const int64_t* hash_ids, const uint8_t* image_flags, SequenceState& st,
+                 StepSelections& sel, LayerTrace* trace) const;
+
+  // logits [T, V] = head(norm(collapse(H, pre))).
+  std::vector<float> head(const float* H, const std::vector<float>& pre, int64_t T) const;
+
+ private:
+  Transformer() = default;
+  void engram(int layer, int64_t T, float* H, const int64_t* hash_ids,
+              const uint8_t* image_flags) const;
+
+  ModelConfig cfg_;
+  std::unique_ptr<Checkpoint> ck_;
+  std::unique_ptr<ModelWeights> w_;
+  std::unique_ptr<engram::NgramHasher> hasher_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<CheckpointExperts> default_experts_;
+  const ExpertProvider* experts_ = nullptr;
+  HcShape shape_;
+  MoeShape moe_;
+  std::vector<int> engram_slot_;  // layer -> index in engram_layer_ids, -1 if none
+};
+
+}  // namespace dsv41

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Builds the CUDA backend for the GPU of this machine and runs the [kernel] tests (CUDA kernels vs
+# the CPU reference) and the CUDA benchmarks. CI has no GPU and never runs this; scripts/test.sh
+# excludes the kernel label.
+# Environment:
+#   BUILD_DIR      build directory (default build-gpu)
+#   JOBS           parallel build jobs (default nproc)
+#   DEPS_PREFIX    extra install prefix for headers/libraries the host lacks (fmt, simdjson,
+#                  PCRE2, utf8proc, Catch2 v2), laid out like /usr: the lent H200 machine has no
+#                  apt, so the Debian files travel there as .gpu-deps/usr (docs/kernels.md)
+#   BENCH          1 (default) runs the benchmarks after the tests, 0 skips them
+#   BENCH_REPEATS  timed repeats per benchmark cell (default 30)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+build="${BUILD_DIR:-build-gpu}"
+jobs="${JOBS:-$(nproc)}"
+
+nvidia-smi -L || { echo "gpu-test.sh: no NVIDIA GPU visible (nvidia-smi failed)" >&2; exit 1; }
+nvcc="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
+
+cmake_args=()
+if [ -n "${DEPS_PREFIX:-}" ]; then
+  DEPS_PREFIX="$(cd "$DEPS_PREFIX" && pwd)"
+  cmake_args+=("-DCMAKE_PREFIX_PATH=$DEPS_PREFIX")
+  export PKG_CONFIG_PATH="$DEPS_PREFIX/lib/x86_64-linux-gnu/pkgconfig:${PKG_CONFIG_PATH:-}"
+  export LD_LIBRARY_PATH="$DEPS_PREFIX/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+fi
+# CMake 4 drops policies older than 3.5; Debian's Catch2/fmt config files are that old.
+export CMAKE_POLICY_VERSION_MINIMUM=3.5
+
+cmake -G Ninja -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc" \
+  -DDSV41_CUDA=ON -DDSV41_NATIVE=ON -DDSV41_BUILD_TESTS=ON \
+  -DDSV41_BUILD_SERVER=OFF -DDSV41_BUILD_EXAMPLES=OFF "${cmake_args[@]}"
+
+targets=(test_kernel_linear test_kernel_norm)
+benches=()
+all_targets="$(ninja -C "$build" -t targets all)"
+for b in dsv41_bench_cuda_linear; do
+  if grep -q "^$b:" <<<"$all_targets"; then
+    benches+=("$b")
+  else
+    echo "gpu-test.sh: WARNING: benchmark target $b is not configured (bench/ not added?)" >&2
+  fi
+done
+cmake --build "$build" -j "$jobs" --target "${targets[@]}" "${benches[@]}"
+ctest --test-dir "$build" -L kernel --output-on-failure --timeout 900
+
+if [ "${BENCH:-1}" = "1" ]; then
+  for b in "${benches[@]}"; do
+    "$build/bench/$b" "${BENCH_REPEATS:-30}"
+  done
+fi

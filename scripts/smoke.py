@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Smoke test of a running OpenAI-compatible server (stdlib only).
+
+    scripts/smoke.py URL [--key KEY | --key-file FILE] [--model NAME]
+
+Checks: /health, /v1/models, a non-stream and a streamed chat completion (text), a request with
+tools (the response must be a well-formed message: tool_calls with id/name/JSON arguments if the
+model called a tool), and an image part (answered 200, or 400 with an error message when the
+server has no vision support). Prints one PASS/FAIL line per check; exit code 1 if any failed.
+"""
+import argparse
+import base64
+import json
+import struct
+import sys
+import urllib.error
+import urllib.request
+
+
+def call(url, key, method, path, body=None):
+    req = urllib.request.Request(url.rstrip("/") + path, method=method,
+                                 data=json.dumps(body).encode() if body is not None else None)
+    req.add_header("Content-Type", "application/json")
+    if key:
+        req.add_header("Authorization", "Bearer " + key)
+    try:
+        with urllib.request.urlopen(req, timeout=300) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("url")
+    ap.add_argument("--key")
+    ap.add_argument("--key-file")
+    ap.add_argument("--model", default="deepseek-v4.1-flash")
+    a = ap.parse_args()
+    key = a.key or (open(a.key_file).read().strip() if a.key_file else None)
+    failures = 0
+
+    def check(name, ok, detail=""):
+        nonlocal failures
+        print(("PASS " if ok else "FAIL ") + name + ("" if ok else ": " + detail[:300]))
+        failures += 0 if ok else 1
+
+    status, _ = call(a.url, None, "GET", "/health")
+    check("health", status == 200, str(status))
+    status, body = call(a.url, key, "GET", "/v1/models")
+    check("models", status == 200 and a.model in body, body)
+    base = {"model": a.model, "max_tokens": 16, "temperature": 0,
+            "messages": [{"role": "user", "content": "Say hello."}]}
+    status, body = call(a.url, key, "POST", "/v1/chat/completions", base)
+    ok = status == 200 and json.loads(body)["choices"][0]["finish_reason"] in ("stop", "length")
+    check("chat text", ok, body)
+    status, body = call(a.url, key, "POST", "/v1/chat/completions", dict(base, stream=True))
+    check("chat stream", status == 200 and body.rstrip().endswith("data: [DONE]"), body)
+    tools = [{"type": "function", "function": {
+        "name": "get_weather", "description": "Weather of a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                       "required": ["city"]}}}]
+    status, body = call(a.url, key, "POST", "/v1/chat/completions",
+                        dict(base, tools=tools, max_tokens=256,
+                             messages=[{"role": "user", "content": "Weather in Paris?"}]))
+    ok = status == 200
+    if ok:
+        choice = json.loads(body)["choices"][0]
+        for c in choice["message"].get("tool_calls") or []:
+            ok = ok and c["id"] and c["function"]["name"] and \
+                isinstance(json.loads(c["function"]["arguments"]), dict)
+        if choice["message"].get("tool_calls"):
+            ok = ok and choice["finish_reason"] == "tool_calls"
+    check("chat tools", ok, body)
+    png = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + \
+        struct.pack(">IIBBBBB", 8, 8, 8, 2, 0, 0, 0) + b"\0\0\0\0"
+    image = {"type": "image_url", "image_url": {
+        "url": "data:image/png;base64," + base64.b64encode(png).decode()}}
+    status, body = call(a.url, key, "POST", "/v1/chat/completions",
+                        dict(base, messages=[{"role": "user", "content": [
+                            {"type": "text", "text": "What is this?"}, image]}]))
+    ok = status == 200 or (status == 400 and json.loads(body)["error"]["message"])
+    check("chat image (200, or 400 with a message)", bool(ok), body)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

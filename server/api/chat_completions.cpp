@@ -1,0 +1,283 @@
+// POST /v1/chat/completions (api-and-clients.md §2.3–2.8): request → chat layer (parse, resolve
+// options once, render) → tokens → engine; the engine's text stream goes through the chat
+// OutputParser into reasoning / content / tool-call deltas (stream, §2.5–2.6) or one message
+// (non-stream, §2.4). Both paths share the parser (§3.6).
+#include <fmt/format.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "api/api.hpp"
+#include "api/api_errors.hpp"
+#include "api/generation_run.hpp"
+#include "api/image_input.hpp"
+#include "chat/output_parser.hpp"
+#include "chat/parsed_message.hpp"
+#include "chat/prompt_renderer.hpp"
+#include "chat/request_json.hpp"
+#include "core/check.hpp"
+#include "core/json_writer.hpp"
+
+namespace dsv41::server {
+
+namespace {
+
+using DeltaFn = std::function<void(json::Writer&)>;
+
+struct Counts {
+  int64_t prompt = 0, cached = 0, completion = 0;
+};
+
+void write_usage(json::Writer& w, const Counts& c) {
+  w.key("usage").begin_object();
+  w.key("prompt_tokens").value(c.prompt);
+  w.key("completion_tokens").value(c.completion);
+  w.key("total_tokens").value(c.prompt + c.completion);
+  w.key("prompt_tokens_details").begin_object().key("cached_tokens").value(c.cached).end_object();
+  w.end_object();
+}
+
+// One request's streaming state. Touched only from the backend's callback thread.
+class ChatRun {
+ public:
+  ChatRun(Api& api, std::shared_ptr<ResponseChannel> channel, const GenerationFields& fields,
+          const chat::ResolvedOptions& resolved)
+      : metrics_(api.metrics()),
+        channel_(std::move(channel)),
+        parser_(chat::ParserOptions{resolved.thinking, std::nullopt}),
+        id_(random_id("chatcmpl-")),
+        model_(api.config().served_model_name),
+        reasoning_field_(api.config().reasoning_field),
+        created_(unix_now()),
+        stream_(fields.stream),
+        include_usage_(fields.include_usage),
+        continuous_usage_(fields.continuous_usage),
+        include_reasoning_(resolved.include_reasoning) {}
+
+  void start() {
+    if (stream_) push_chunk([](json::Writer& w) { w.key("role").value("assistant").key("content").value(""); }, nullptr);
+  }
+
+  void on_event(const GenerationEvent& ev) {
+    counts_ = {ev.prompt_tokens, ev.cached_tokens, ev.completion_tokens};
+    std::vector<chat::ParseEvent> events;
+    if (ev.kind == GenerationEvent::Kind::kToken) {
+      clock_.on_token(metrics_);
+      parser_.feed(ev.text, events);
+      deliver(events);
+      return;
+    }
+    clock_.on_finish(metrics_, finished_label(ev));
+    if (!ev.text.empty()) parser_.feed(ev.text, events);
+    parser_.finish(events);
+    deliver(events);
+    if (!ev.status.is_ok()) return fail(ev.status);
+    const char* finish = any_tool_call_ ? "tool_calls" : finish_reason_name(ev.finish);
+    if (stream_) {
+      push_chunk([](json::Writer&) {}, finish);
+      if (include_usage_) channel_->push(sse_event(usage_chunk()));
+      channel_->push(std::string(kSseDone));
+      channel_->close();
+    } else {
+      HttpResponse r;
+      r.body = message_json(finish);
+      channel_->complete(std::move(r));
+    }
+  }
+
+ private:
+  void fail(const Status& status) {
+    if (channel_->cancelled()) return;  // the client is gone: nobody to tell
+    if (stream_) {
+      channel_->push(sse_error(status));
+      channel_->close();
+    } else {
+      channel_->complete(error_response(status.code() == ErrorCode::kCancelled
+                                            ? Status(ErrorCode::kAborted, status.message())
+                                            : status));
+    }
+  }
+
+  void deliver(const std::vector<chat::ParseEvent>& events) {
+    using K = chat::ParseEvent::Kind;
+    for (const chat::ParseEvent& e : events) {
+      if (e.kind == K::kToolCallStart) any_tool_call_ = true;
+      if (e.kind == K::kReasoning && !include_reasoning_) continue;
+      if (!stream_) {
+        acc_.apply(e);
+        continue;
+      }
+      switch (e.kind) {
+        case K::kReasoning:
+          push_chunk([&](json::Writer& w) { w.key(reasoning_field_).value(e.text); }, nullptr);
+          break;
+        case K::kContent:
+          push_chunk([&](json::Writer& w) { w.key("content").value(e.text); }, nullptr);
+          break;
+        case K::kToolCallStart:
+          // First fragment of call i: id, type and name present (the AI SDK requires them).
+          push_chunk([&](json::Writer& w) {
+            w.key("tool_calls").begin_array().begin_object();
+            w.key("index").value(int64_t(e.index)).key("id").value(e.id);
+            w.key("type").value("function");
+            w.key("function").begin_object().key("name").value(e.name);
+            w.key("arguments").value("").end_object();
+            w.end_object().end_array();
+          }, nullptr);
+          break;
+        case K::kToolCallArguments:
+          // Continuations omit id/type/name entirely, never null (§2.6).
+          push_chunk([&](json::Writer& w) {
+            w.key("tool_calls").begin_array().begin_object();
+            w.key("index").value(int64_t(e.index));
+            w.key("function").begin_object().key("arguments").value(e.text).end_object();
+            w.end_object().end_array();
+          }, nullptr);
+          break;
+        case K::kToolCallEnd:
+        case K::kFinish: break;
+      }
+    }
+  }
+
+  void begin(json::Writer& w, const char* object) {
+    w.begin_object();
+    w.key("id").value(id_).key("object").value(object);
+    w.key("created").value(created_).key("model").value(model_);
+  }
+
+  void push_chunk(const DeltaFn& delta, const char* finish) {
+    json::Writer w;
+    begin(w, "chat.completion.chunk");
+    w.key("choices").begin_array().begin_object();
+    w.key("index").value(int64_t(0));
+    w.key("delta").begin_object();
+    delta(w);
+    w.end_object();
+    w.key("logprobs").null();
+    w.key("finish_reason");
+    finish ? w.value(finish) : w.null();
+    w.end_object().end_array();
+    if (continuous_usage_) write_usage(w, counts_);
+    w.end_object();
+    channel_->push(sse_event(w.str()));
+  }
+
+  std::string usage_chunk() {
+    json::Writer w;
+    begin(w, "chat.completion.chunk");
+    w.key("choices").begin_array().end_array();
+    write_usage(w, counts_);
+    w.end_object();
+    return w.take();
+  }
+
+  std::string message_json(const char* finish) {
+    chat::ParsedMessage& m = acc_.message();
+    if (!m.tool_calls.empty()) {
+      while (!m.content.empty() && (m.content.back() == '\n' || m.content.back() == ' '))
+        m.content.pop_back();
+    }
+    json::Writer w;
+    begin(w, "chat.completion");
+    w.key("choices").begin_array().begin_object();
+    w.key("index").value(int64_t(0));
+    w.key("message").begin_object().key("role").value("assistant");
+    w.key("content");
+    (m.content.empty() && !m.tool_calls.empty()) ? w.null() : w.value(m.content);
+    w.key(reasoning_field_);
+    m.reasoning_content.empty() ? w.null() : w.value(m.reasoning_content);
+    if (!m.tool_calls.empty()) {
+      w.key("tool_calls").begin_array();
+      for (const chat::ParsedToolCall& c : m.tool_calls) {
+        w.begin_object().key("id").value(c.id).key("type").value("function");
+        w.key("function").begin_object().key("name").value(c.name);
+        w.key("arguments").value(c.arguments_json).end_object().end_object();
+      }
+      w.end_array();
+    }
+    w.end_object();
+    w.key("logprobs").null().key("finish_reason").value(finish).key("stop_reason").null();
+    w.end_object().end_array();
+    write_usage(w, counts_);
+    w.end_object();
+    return w.take();
+  }
+
+  ServerMetrics& metrics_;
+  std::shared_ptr<ResponseChannel> channel_;
+  chat::OutputParser parser_;
+  chat::MessageAccumulator acc_;
+  RequestClock clock_;
+  std::string id_, model_, reasoning_field_;
+  int64_t created_;
+  bool stream_, include_usage_, continuous_usage_, include_reasoning_;
+  bool any_tool_call_ = false;
+  Counts counts_;
+};
+
+// Image parts: validated from their headers, then refused: there is no vision encoder yet.
+void reject_images(const chat::ChatRequest& request, int64_t max_pixels) {
+  for (size_t i = 0; i < request.messages.size(); ++i) {
+    const auto& parts = request.messages[i].parts;
+    if (!parts) continue;
+    for (size_t j = 0; j < parts->size(); ++j) {
+      if ((*parts)[j].kind != chat::ContentPart::Kind::kImage) continue;
+      const std::string field = fmt::format("messages[{}].content[{}].image_url", i, j);
+      Result<ImageInfo> info = check_image_url((*parts)[j].image_url, max_pixels);
+      if (!info) DSV41_FAIL(kInvalidArgument, "{}: {}", field, info.status().message());
+      DSV41_FAIL(kUnsupported,
+                 "{}: image input ({} {}x{}) needs the vision encoder, which this server build "
+                 "does not have",
+                 field, info->format, info->width, info->height);
+    }
+  }
+}
+
+}  // namespace
+
+HttpResponse handle_chat_completions(Api& api, const HttpRequest& request) {
+  std::shared_ptr<GenerationBackend> backend = api.backend();
+  if (!backend) return error_response(503, "the model is still loading");
+  if (api.shutting_down()) return error_response(503, "the server is shutting down");
+  simdjson::dom::parser parser;
+  simdjson::dom::element root = parse_body(parser, request.body);
+  GenerationFields fields = parse_generation_fields(root, Endpoint::kChat, backend->vocab_size());
+  if (auto bad_model = check_model(api, fields)) return *bad_model;
+  chat::ChatRequest chat_request = chat::parse_chat_request(root);
+  DSV41_CHECK(!chat_request.messages.empty(), kInvalidArgument, "messages: must not be empty");
+  chat::ResolvedOptions resolved = chat::resolve_options(
+      chat_request.options, !chat_request.tools.empty(), chat::EffortTable::release());
+  reject_images(chat_request, api.config().max_image_pixels);
+  Result<chat::RenderedPrompt> prompt = chat::render_request(chat_request, resolved);
+  if (!prompt) return error_response(prompt.status());
+  Result<std::vector<int32_t>> ids = backend->tokenize(prompt->text, /*special=*/true);
+  if (!ids) return error_response(ids.status(), "messages");
+
+  GenerationRequest gen;
+  gen.prompt = std::move(*ids);
+  gen.sampling = fields.sampling;
+  gen.stop = fields.stop;
+  Status fit = fit_context("messages", static_cast<int64_t>(gen.prompt.size()), fields.max_tokens,
+                           backend->max_context(), api.config().clamp_max_tokens, gen.stop);
+  if (!fit.is_ok()) return error_response(fit);
+
+  auto channel = std::make_shared<ResponseChannel>(fields.stream
+                                                       ? ResponseChannel::Mode::kEventStream
+                                                       : ResponseChannel::Mode::kDeferred);
+  auto run = std::make_shared<ChatRun>(api, channel, fields, resolved);
+  run->start();
+  Status s = submit_request(backend, std::move(gen), channel,
+                            [run](const GenerationEvent& ev) { run->on_event(ev); });
+  if (!s.is_ok()) return error_response(s);
+  HttpResponse r;
+  r.channel = channel;
+  if (fields.stream) {
+    r.content_type = "text/event-stream";
+    r.headers.emplace_back("Cache-Control", "no-cache");
+  }
+  return r;
+}
+
+}  // namespace dsv41::server

@@ -1,0 +1,54 @@
+// What the handlers need from an inference engine, behind one interface so the tool-call and
+// framing paths can be tested with a scripted token source (ScriptedBackend) while the server
+// runs the real dsv41::Engine (EngineBackend). Same threading contract as dsv41::Engine: callbacks
+// run on the backend's thread, one at a time, and must not block.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dsv41/engine.hpp"
+#include "dsv41/model.hpp"
+
+namespace dsv41::server {
+
+class GenerationBackend {
+ public:
+  virtual ~GenerationBackend() = default;
+  virtual Result<std::vector<int32_t>> tokenize(std::string_view text, bool special) const = 0;
+  virtual Result<std::string> detokenize(std::span<const int32_t> ids) const = 0;
+  virtual Result<RequestId> submit(GenerationRequest request, EventCallback on_event) = 0;
+  virtual Status cancel(RequestId id) = 0;
+  virtual EngineStats stats() const = 0;
+  virtual int64_t vocab_size() const = 0;
+  virtual int64_t max_context() const = 0;
+  // Cancels everything; every accepted request still gets its kFinished event.
+  virtual void shutdown() = 0;
+};
+
+// The real engine over a loaded model.
+class EngineBackend final : public GenerationBackend {
+ public:
+  static Result<std::unique_ptr<EngineBackend>> create(Model model, const EngineParams& params);
+
+  Result<std::vector<int32_t>> tokenize(std::string_view text, bool special) const override;
+  Result<std::string> detokenize(std::span<const int32_t> ids) const override;
+  Result<RequestId> submit(GenerationRequest request, EventCallback on_event) override;
+  Status cancel(RequestId id) override;
+  EngineStats stats() const override;
+  int64_t vocab_size() const override;
+  int64_t max_context() const override { return max_context_; }
+  void shutdown() override;
+
+ private:
+  EngineBackend(Model model, Engine engine, int64_t max_context);
+  Model model_;
+  Engine engine_;
+  int64_t max_context_;
+};
+
+}  // namespace dsv41::server

@@ -1,0 +1,275 @@
+#include "http/connection.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <cctype>
+
+#include "api/api_errors.hpp"
+#include "http/listener.hpp"
+
+namespace dsv41::server {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+namespace {
+
+// Request header block limit: 64 KiB (Beast's default 8 KiB is short for long bearer keys plus
+// proxy headers).
+constexpr uint32_t kHeaderLimit = 64 * 1024;
+// After an early error response (413, 400) the rest of the request is read and dropped for at
+// most this long, so the client sees the response instead of a reset connection.
+constexpr auto kDrainTime = std::chrono::seconds(2);
+
+HttpRequest to_request(http::request<http::string_body>&& req) {
+  HttpRequest out;
+  out.method = std::string(req.method_string());
+  std::string target(req.target());
+  out.path = target.substr(0, target.find('?'));
+  for (const auto& field : req) {
+    std::string name(field.name_string());
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out.headers[name] = std::string(field.value());
+  }
+  out.body = std::move(req.body());
+  return out;
+}
+
+}  // namespace
+
+Connection::Connection(tcp::socket socket, Api& api, const HttpLimits& limits,
+                       std::shared_ptr<ConnectionTracker> tracker)
+    : stream_(std::move(socket)),
+      api_(api),
+      limits_(limits),
+      tracker_(std::move(tracker)),
+      keepalive_timer_(stream_.get_executor()) {}
+
+Connection::~Connection() { tracker_->remove(this); }
+
+void Connection::start() {
+  net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
+}
+
+void Connection::shutdown() {
+  net::post(stream_.get_executor(), [self = shared_from_this()] {
+    self->closing_ = true;
+    if (self->idle_) self->close();
+  });
+}
+
+void Connection::read_header() {
+  if (closing_) return close();
+  parser_.emplace();
+  parser_->header_limit(kHeaderLimit);
+  parser_->body_limit(static_cast<uint64_t>(limits_.max_body_bytes));
+  idle_ = true;
+  stream_.expires_after(std::chrono::seconds(limits_.idle_timeout_s));
+  http::async_read_header(stream_, buffer_, *parser_,
+                          [self = shared_from_this()](beast::error_code ec, size_t) {
+                            self->on_header(ec);
+                          });
+}
+
+void Connection::on_header(beast::error_code ec) {
+  idle_ = false;
+  if (ec == http::error::body_limit) return reject(413, "request body exceeds --max-body-bytes");
+  if (ec == http::error::header_limit) return reject(431, "request header block exceeds 64 KiB");
+  if (ec) {
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+        ec == net::error::operation_aborted || ec == net::error::connection_reset) {
+      return close();
+    }
+    return reject(400, "malformed HTTP request: " + ec.message());
+  }
+  stream_.expires_after(std::chrono::seconds(limits_.read_timeout_s));
+  http::async_read(stream_, buffer_, *parser_,
+                   [self = shared_from_this()](beast::error_code e, size_t) { self->on_body(e); });
+}
+
+void Connection::on_body(beast::error_code ec) {
+  if (ec == http::error::body_limit) return reject(413, "request body exceeds --max-body-bytes");
+  if (ec == beast::error::timeout) return reject(408, "request not received within the timeout");
+  if (ec) return close();
+  dispatch();
+}
+
+void Connection::dispatch() {
+  http::request<http::string_body> req = parser_->release();
+  keep_alive_ = req.keep_alive() && !closing_;
+  HttpResponse res = api_.handle(to_request(std::move(req)));
+  if (!res.channel) return write_plain(std::move(res), !keep_alive_);
+  channel_ = res.channel;
+  streaming_ = true;
+  if (channel_->mode() == ResponseChannel::Mode::kEventStream) return start_event_stream(res);
+  await_channel();
+}
+
+void Connection::reject(int status, const std::string& message) {
+  keep_alive_ = false;
+  HttpResponse res = error_response(status, message);
+  write_plain(std::move(res), true);
+}
+
+void Connection::write_plain(HttpResponse response, bool close_after) {
+  auto msg = std::make_shared<http::response<http::string_body>>(
+      static_cast<http::status>(response.status), 11);
+  msg->set(http::field::server, "dsv41-server");
+  msg->set(http::field::content_type, response.content_type);
+  for (const auto& [name, value] : response.headers) msg->set(name, value);
+  msg->keep_alive(!close_after);
+  msg->body() = std::move(response.body);
+  msg->prepare_payload();
+  stream_.expires_after(std::chrono::seconds(limits_.idle_timeout_s));
+  http::async_write(stream_, *msg,
+                    [self = shared_from_this(), msg, close_after](beast::error_code ec, size_t) {
+                      if (ec) return self->close();
+                      self->end_exchange(close_after);
+                    });
+}
+
+void Connection::start_event_stream(HttpResponse response) {
+  auto msg = std::make_shared<http::response<http::empty_body>>(
+      static_cast<http::status>(response.status), 11);
+  msg->set(http::field::server, "dsv41-server");
+  msg->set(http::field::content_type, response.content_type);
+  for (const auto& [name, value] : response.headers) msg->set(name, value);
+  msg->keep_alive(keep_alive_);
+  msg->chunked(true);
+  auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*msg);
+  writing_ = true;
+  stream_.expires_after(std::chrono::seconds(limits_.idle_timeout_s));
+  http::async_write_header(stream_, *sr, [self = shared_from_this(), msg, sr](beast::error_code ec,
+                                                                             size_t) {
+    self->writing_ = false;
+    if (ec) return self->client_gone();
+    self->last_write_ = std::chrono::steady_clock::now();
+    self->arm_keepalive();
+    self->await_channel();
+  });
+}
+
+void Connection::await_channel() {
+  std::weak_ptr<Connection> weak = weak_from_this();
+  auto executor = stream_.get_executor();
+  watch_disconnect();
+  channel_->set_waker([weak, executor] {
+    if (auto self = weak.lock()) net::post(executor, [self] { self->pump(); });
+  });
+}
+
+void Connection::pump() {
+  if (!streaming_ || writing_ || closed_) return;
+  ResponseChannel::Drained d = channel_->drain();
+  if (channel_->mode() == ResponseChannel::Mode::kDeferred) {
+    if (!d.response) return;
+    streaming_ = false;
+    keepalive_timer_.cancel();
+    channel_.reset();
+    return write_plain(std::move(*d.response), !keep_alive_);
+  }
+  if (d.bytes.empty() && !d.closed) return;
+  write_chunk(std::move(d.bytes), d.closed);
+}
+
+void Connection::write_chunk(std::string bytes, bool last) {
+  writing_ = true;
+  out_ = std::move(bytes);
+  stream_.expires_after(std::chrono::seconds(limits_.idle_timeout_s));
+  auto done = [self = shared_from_this(), last](beast::error_code ec, size_t) {
+    self->on_chunk_written(ec, last);
+  };
+  if (out_.empty()) {
+    net::async_write(stream_, http::make_chunk_last(), std::move(done));
+  } else if (last) {
+    // The final data, then the terminating zero-length chunk.
+    net::async_write(stream_, http::make_chunk(net::buffer(out_)),
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       if (ec) return self->on_chunk_written(ec, true);
+                       net::async_write(self->stream_, http::make_chunk_last(),
+                                        [self](beast::error_code e, size_t) {
+                                          self->on_chunk_written(e, true);
+                                        });
+                     });
+  } else {
+    net::async_write(stream_, http::make_chunk(net::buffer(out_)), std::move(done));
+  }
+}
+
+void Connection::on_chunk_written(beast::error_code ec, bool last) {
+  writing_ = false;
+  if (ec) return client_gone();
+  last_write_ = std::chrono::steady_clock::now();
+  if (last) {
+    streaming_ = false;
+    keepalive_timer_.cancel();
+    channel_.reset();
+    return end_exchange(!keep_alive_);
+  }
+  pump();
+}
+
+void Connection::arm_keepalive() {
+  keepalive_timer_.expires_after(std::chrono::milliseconds(limits_.sse_keepalive_ms));
+  keepalive_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+    if (ec || !self->streaming_ || self->closed_) return;
+    const auto quiet = std::chrono::steady_clock::now() - self->last_write_;
+    if (!self->writing_ && quiet >= std::chrono::milliseconds(self->limits_.sse_keepalive_ms))
+      self->write_chunk(": keep-alive\n\n", false);
+    self->arm_keepalive();
+  });
+}
+
+void Connection::watch_disconnect() {
+  // Readable while a response is pending means EOF/reset (client gone) or a pipelined request.
+  stream_.socket().async_wait(tcp::socket::wait_read,
+                              [self = shared_from_this()](beast::error_code ec) {
+                                if (ec || !self->streaming_ || self->closed_) return;
+                                char byte;
+                                beast::error_code pe;
+                                const size_t n = self->stream_.socket().receive(
+                                    net::buffer(&byte, 1), tcp::socket::message_peek, pe);
+                                if (pe || n == 0) self->client_gone();
+                              });
+}
+
+void Connection::client_gone() {
+  if (channel_) channel_->cancel();
+  channel_.reset();
+  streaming_ = false;
+  close();
+}
+
+void Connection::end_exchange(bool close_after) {
+  if (close_after || closing_) return drain_and_close();
+  read_header();
+}
+
+void Connection::drain_and_close() {
+  beast::error_code ec;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  stream_.expires_after(kDrainTime);
+  drain_some();
+}
+
+void Connection::drain_some() {
+  out_.resize(16384);
+  stream_.async_read_some(net::buffer(out_), [self = shared_from_this()](beast::error_code e,
+                                                                         size_t) {
+    if (e) return self->close();
+    self->drain_some();
+  });
+}
+
+void Connection::close() {
+  if (closed_) return;
+  closed_ = true;
+  keepalive_timer_.cancel();
+  beast::error_code ec;
+  stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+  stream_.close();
+}
+
+}  // namespace dsv41::server
