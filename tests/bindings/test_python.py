@@ -44,6 +44,12 @@ class BindingTest(unittest.TestCase):
         argmax = max(range(len(logits)), key=logits.__getitem__)
         self.assertEqual(argmax, self.golden["greedy"]["tokens"][0])
         self.assertEqual(s.position, len(self.prompt1["ids"]))
+        s.rollback(3)
+        self.assertEqual(s.position, len(self.prompt1["ids"]) - 3)
+        self.assertEqual(s.append(self.prompt1["ids"][-3:]), logits)  # bit-identical
+        with self.assertRaises(dsv41.Dsv41Error) as ctx:
+            s.rollback(17)
+        self.assertEqual(ctx.exception.status, "invalid_argument")
 
     def test_errors_are_typed_and_name_the_problem(self):
         with self.assertRaises(dsv41.Dsv41Error) as ctx:

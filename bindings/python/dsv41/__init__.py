@@ -128,6 +128,10 @@ class Session:
     def position(self) -> int:
         return _ffi.lib().dsv41_session_position(self._handle)
 
+    def rollback(self, n: int) -> None:
+        """Undoes the last n positions exactly (speculative decoding; at most 16)."""
+        _check(_ffi.lib().dsv41_session_rollback(self._handle, n))
+
 
 @dataclass
 class Event:

@@ -87,6 +87,7 @@ def lib():
         "dsv41_session_free": (None, [vp]),
         "dsv41_session_append": (ctypes.c_int, [vp, P(i32), sz, ctypes.c_int, P(ctypes.c_float), sz, P(sz)]),
         "dsv41_session_position": (i64, [vp]),
+        "dsv41_session_rollback": (ctypes.c_int, [vp, i64]),
         "dsv41_engine_default_params": (EngineParams, []),
         "dsv41_sampler_default_params": (SamplerParams, []),
         "dsv41_stop_default_params": (StopParams, []),

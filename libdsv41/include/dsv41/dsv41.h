@@ -89,6 +89,9 @@ DSV41_CAPI dsv41_status dsv41_session_append(dsv41_session* session, const int32
                                              int all_logits, float* logits, size_t capacity,
                                              size_t* n_out);
 DSV41_CAPI int64_t dsv41_session_position(const dsv41_session* session);
+/* Undoes the last n positions exactly (at most 16, and at most what was appended since the last
+ * rollback); DSV41_ERR_INVALID_ARGUMENT past those limits, nothing changed then. */
+DSV41_CAPI dsv41_status dsv41_session_rollback(dsv41_session* session, int64_t n);
 
 /* ---- engine: scheduled, streaming generation ------------------------------------------- */
 typedef struct dsv41_engine dsv41_engine;

@@ -39,6 +39,10 @@ class DSV41_API Session {
                                                   bool all_logits = false);
   int64_t position() const;
   const std::vector<int32_t>& tokens() const;
+  // Undoes the last n appended positions exactly (speculative decoding): appending the same
+  // tokens again gives bit-identical logits. kInvalidArgument when n exceeds the rollback depth
+  // (16 positions) or what was appended since the last rollback; nothing changes then.
+  Status rollback(int64_t n);
   // Back to an empty sequence (position 0).
   void reset();
   // An independent copy of this sequence's state (prefix reuse, speculative branches).

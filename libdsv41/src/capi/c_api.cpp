@@ -192,6 +192,14 @@ dsv41_status dsv41_session_append(dsv41_session* session, const int32_t* ids, si
 
 int64_t dsv41_session_position(const dsv41_session* s) { return s ? s->session.position() : -1; }
 
+dsv41_status dsv41_session_rollback(dsv41_session* session, int64_t n) {
+  if (session == nullptr) return invalid("dsv41_session_rollback: session is NULL");
+  return guarded([&] {
+    dsv41::Status st = session->session.rollback(n);
+    return st.is_ok() ? DSV41_OK : fail(st);
+  });
+}
+
 dsv41_engine_params dsv41_engine_default_params(void) {
   dsv41::EngineParams d;
   return dsv41_engine_params{d.max_sequences, d.max_batched_tokens, d.max_context,

@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "core/check.hpp"
+#include "kv/packed_formats.hpp"
+#include "kv/page_pool.hpp"
 #include "runtime/model_impl.hpp"
 #include "runtime/prefix_cache.hpp"
 #include "sampling/stop_matcher.hpp"
@@ -31,6 +33,9 @@ Status EngineParams::validate() const {
 }
 
 namespace {
+
+// Positions a sequence can roll back (speculative verification); sized into every window ring.
+constexpr int kMaxRollback = 16;
 
 struct Request {
   RequestId id = 0;
@@ -55,6 +60,8 @@ struct Engine::Impl {
   std::shared_ptr<const Model::Impl> model;
   EngineParams params;
   int64_t max_context = 0;
+  // One page pool of kv_bytes shared by every sequence and prefix-cache entry (docs/state.md).
+  std::shared_ptr<kv::PagePool> pool;
 
   mutable std::mutex mu;
   std::condition_variable cv;
@@ -66,11 +73,34 @@ struct Engine::Impl {
   bool stopping = false;
   std::thread thread;
 
+  // Pool bytes of a sequence holding `tokens` tokens: its window rings (with the rollback slots)
+  // plus whole pages of every KV source's caches. An upper bound of what the pool hands out.
+  int64_t pool_bytes(int64_t tokens) const {
+    const ModelConfig& c = model->transformer->config();
+    const TextConfig& t = c.text;
+    int64_t bytes = int64_t{t.num_hidden_layers} * (t.sliding_window + kMaxRollback) *
+                    kv::packed_bytes(kv::EntryFormat::kWindowFp8, t.head_dim);
+    for (const LayerRole& r : c.roles) {
+      if (!r.kv_source) continue;
+      const int64_t entries = tokens / r.ratio;
+      const int64_t pages = (entries + kv::kEntriesPerPage - 1) / kv::kEntriesPerPage;
+      bytes += pages * static_cast<int64_t>(pool->page_bytes());
+    }
+    return bytes;
+  }
   int64_t reserve_for(const GenerationRequest& r) const {
     int64_t len = static_cast<int64_t>(r.prompt.size());
     len = r.stop.max_tokens == kNoTokenLimit ? max_context
                                              : std::min(max_context, len + r.stop.max_tokens);
-    return state_bytes(model->info, len);
+    return pool_bytes(len);
+  }
+  // Keeps a copy of `state` in the prefix cache if it fits the budget next to what is reserved
+  // (evicting older entries first), so the copy can never exhaust the pool. Holds mu.
+  void cache_copy_locked(const SequenceState& state) {
+    const int64_t bytes = pool_bytes(state.pos);
+    while (used_bytes() + bytes > params.kv_bytes && cache.evict_one()) {
+    }
+    if (used_bytes() + bytes <= params.kv_bytes) cache.insert(state, bytes);
   }
   int64_t used_bytes() const {
     int64_t u = cache.bytes();
@@ -98,8 +128,12 @@ void Engine::Impl::finish(Request& r, FinishReason reason, Status status, std::s
   {
     std::lock_guard<std::mutex> lock(mu);
     r.finished = true;
-    if (r.session && ev.status.is_ok() && params.prefix_cache_entries > 0)
-      cache.insert(r.session->state, state_bytes(model->info, r.session->state.pos));
+    // The finished sequence's own pages move into the cache: no new allocation.
+    if (r.session && ev.status.is_ok() && params.prefix_cache_entries > 0) {
+      const int64_t bytes = pool_bytes(r.session->state.pos);
+      cache.insert(std::move(r.session->state), bytes);
+    }
+    r.session.reset();
   }
   r.cb(ev);
 }
@@ -107,7 +141,6 @@ void Engine::Impl::finish(Request& r, FinishReason reason, Status status, std::s
 // Runs one scheduling unit of `r`: a prefill chunk (within *budget) or one decode token.
 void Engine::Impl::step(Request& r, int64_t* budget) {
   const int64_t n_prompt = static_cast<int64_t>(r.req.prompt.size());
-  const ModelInfo& info = model->info;
   std::vector<float> logits;
   if (r.prefilled < n_prompt) {
     if (*budget <= 0) return;
@@ -119,7 +152,7 @@ void Engine::Impl::step(Request& r, int64_t* budget) {
     if (r.prefilled < n_prompt) return;
     if (params.prefix_cache_entries > 0) {
       std::lock_guard<std::mutex> lock(mu);
-      cache.insert(r.session->state, state_bytes(info, r.session->state.pos));
+      cache_copy_locked(r.session->state);
     }
   } else {
     const int32_t t = r.pending_token;
@@ -176,7 +209,8 @@ bool Engine::Impl::admit_locked() {
       req->prefilled = req->cached = hit->pos;
       stats.prefix_cache_hits++;
     } else {
-      req->session->state = model->transformer->new_sequence();
+      req->session->state = model->transformer->new_sequence(
+          StateOptions{.pool = pool, .max_rollback = kMaxRollback, .max_context = max_context});
     }
     stats.prompt_tokens_total += static_cast<int64_t>(req->req.prompt.size()) - req->cached;
     running.push_back(std::move(req));
@@ -244,6 +278,8 @@ Result<Engine> Engine::create(const Model& model, const EngineParams& params) {
   impl->params = params;
   impl->max_context = std::min(params.max_context, model.info().max_position_embeddings);
   impl->cache.set_capacity(params.prefix_cache_entries);
+  impl->pool = make_kv_pool(impl->model->transformer->config(),
+                            static_cast<uint64_t>(params.kv_bytes));
   impl->stats.kv_bytes_total = params.kv_bytes;
   if (!impl->model->tokenizer)
     return Status(ErrorCode::kUnsupported,
@@ -288,7 +324,7 @@ Result<RequestId> Engine::submit(GenerationRequest request, EventCallback on_eve
   if (!st.is_ok()) return st;
   r->reserved_bytes = e.reserve_for(request);
   if (r->reserved_bytes > e.params.kv_bytes) {
-    const int64_t min_bytes = state_bytes(info, static_cast<int64_t>(request.prompt.size()) + 1);
+    const int64_t min_bytes = e.pool_bytes(static_cast<int64_t>(request.prompt.size()) + 1);
     if (min_bytes > e.params.kv_bytes)
       return Status(ErrorCode::kOutOfMemory,
                     "state of " + std::to_string(min_bytes) + " bytes for this prompt exceeds the "

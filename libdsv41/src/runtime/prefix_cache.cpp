@@ -5,7 +5,7 @@
 
 namespace dsv41 {
 
-void PrefixCache::insert(const SequenceState& state, int64_t bytes) {
+void PrefixCache::insert(SequenceState&& state, int64_t bytes) {
   if (capacity_ <= 0 || state.tokens.empty()) return;
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     if (it->state.tokens == state.tokens) {
@@ -14,7 +14,7 @@ void PrefixCache::insert(const SequenceState& state, int64_t bytes) {
       break;
     }
   }
-  entries_.push_front(Entry{state, bytes});
+  entries_.push_front(Entry{std::move(state), bytes});
   bytes_ += bytes;
   while (static_cast<int>(entries_.size()) > capacity_) evict_one();
 }

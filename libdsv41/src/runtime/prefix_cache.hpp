@@ -18,7 +18,8 @@ class PrefixCache {
   void set_capacity(int entries) { capacity_ = entries; }
   // Keeps a copy of `state` (its tokens are the key); replaces an entry with the same tokens.
   // `bytes` is what the entry counts against the state budget.
-  void insert(const SequenceState& state, int64_t bytes);
+  void insert(const SequenceState& state, int64_t bytes) { insert(SequenceState(state), bytes); }
+  void insert(SequenceState&& state, int64_t bytes);
   // The entry with the longest token list that is a proper prefix of `prompt` (at least one
   // prompt token must remain to produce logits), or null. Marks it most recently used.
   const SequenceState* longest_prefix(std::span<const int32_t> prompt);

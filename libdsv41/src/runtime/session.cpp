@@ -77,6 +77,10 @@ int64_t Session::position() const { return impl_->state.pos; }
 const std::vector<int32_t>& Session::tokens() const { return impl_->state.tokens; }
 void Session::reset() { impl_->state.reset(); }
 
+Status Session::rollback(int64_t n) {
+  return detail::capture_status([&] { impl_->state.rollback(n); });
+}
+
 Result<Session> Session::fork() const {
   auto impl = std::make_unique<Impl>(*impl_);
   return Session(std::move(impl));

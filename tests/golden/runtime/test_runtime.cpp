@@ -126,6 +126,22 @@ TEST_CASE("session: fork (prefix reuse) and interleaved sessions give the same l
   require_close("original after fork", rc->data(), want1.data() + 20 * V, rc->size(), kLogitTol);
 }
 
+TEST_CASE("session: rollback then re-append gives bit-identical logits", "[golden][runtime]") {
+  const auto p1 = golden().ids("prompt1.input_ids");
+  Session s = session();
+  REQUIRE(s.append(std::span(p1).first(30)).is_ok());
+  auto want = s.append(std::span(p1).subspan(30), true);
+  REQUIRE(want.is_ok());
+  REQUIRE(s.rollback(7).is_ok());
+  REQUIRE(s.position() == 30);
+  auto again = s.append(std::span(p1).subspan(30), true);
+  REQUIRE(again.is_ok());
+  REQUIRE(*again == *want);
+  Status too_far = s.rollback(17);
+  REQUIRE(too_far.code() == ErrorCode::kInvalidArgument);
+  REQUIRE(s.position() == 37);
+}
+
 TEST_CASE("session: invalid ids and context overflow are typed errors that commit nothing",
           "[golden][runtime]") {
   Session s = session(0, 8);
