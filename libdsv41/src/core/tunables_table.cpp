@@ -7,6 +7,9 @@ namespace dsv41 {
 namespace {
 constexpr TunableSpec kSpecs[] = {
     // --- core ---
+    {"DSV41_EXL3_PLAN", TunableType::kString, "",
+     "Spark checkpoints: EXL3 expert plan (name under <model>/exl3/plan or a path); empty = the "
+     "only plan there"},
     {"DSV41_LOG_LEVEL", TunableType::kString, "info", "log threshold: debug|info|warn|error"},
     {"DSV41_THREADS", TunableType::kInt, "0",
      "CPU worker threads of the reference backend; 0 = all hardware threads"},

@@ -1,9 +1,12 @@
 // Plan JSON reader (schema reconstructed from the Spark loader st_exl3_moe.py, spec §4.4).
 #include "exl3/allocation_plan.hpp"
 
+#include <fmt/ranges.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <utility>
 #include <vector>
 
@@ -48,6 +51,31 @@ std::vector<std::pair<std::string_view, simdjson::dom::element>> object_field(
 }
 
 }  // namespace
+
+std::optional<std::string> find_plan_file(const std::string& model_dir, const std::string& choice) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(model_dir) / "exl3" / "plan";
+  if (!choice.empty()) {
+    const fs::path named =
+        dir / (fs::path(choice).extension() == ".json" ? choice : choice + ".json");
+    if (choice.find('/') == std::string::npos && fs::is_regular_file(named)) return named.string();
+    DSV41_CHECK(fs::is_regular_file(choice), kNotFound,
+                "EXL3 plan '{}' (DSV41_EXL3_PLAN / --plan) is neither a file nor a plan in {}",
+                choice, dir.string());
+    return choice;
+  }
+  if (!fs::is_directory(dir)) return std::nullopt;
+  std::vector<std::string> found;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".json") found.push_back(e.path().filename().string());
+  std::sort(found.begin(), found.end());
+  DSV41_CHECK(!found.empty(), kNotFound, "{}: no plan *.json (a Spark checkpoint has one)",
+              dir.string());
+  DSV41_CHECK(found.size() == 1, kInvalidArgument,
+              "{}: {} plans ({}); choose one with DSV41_EXL3_PLAN (or --plan)", dir.string(),
+              found.size(), fmt::join(found, ", "));
+  return (dir / found[0]).string();
+}
 
 int state_bits(const std::string& state, const std::string& what) {
   if (state == "native") return kNativeState;

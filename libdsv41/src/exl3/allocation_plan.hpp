@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -30,6 +31,13 @@ struct AllocationPlan {
   // Precondition: covers(layer).
   std::string state(int layer, int expert) const;
 };
+
+// The plan file of a Spark model directory (spec §4.2: `<model>/exl3/plan/<name>.json`).
+// `choice` empty: the only *.json in <model>/exl3/plan, nullopt when that directory does not exist
+// (not a Spark checkpoint); several plans throw kInvalidArgument listing them. `choice` set: a
+// plan name under exl3/plan ("J268-ho-v31-K5n" or "J268-ho-v31-K5n.json") or a file path; one
+// that does not exist throws kNotFound naming both places looked at.
+std::optional<std::string> find_plan_file(const std::string& model_dir, const std::string& choice);
 
 // "K5" -> 5, "native" -> kNativeState; anything else throws naming `what`.
 int state_bits(const std::string& state, const std::string& what);

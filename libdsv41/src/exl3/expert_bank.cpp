@@ -136,8 +136,9 @@ void ExpertBank::check_dims(const BankExpert& e) {
     const bool down = p == static_cast<int>(ExpertProj::kDown);
     const int64_t want_k = down ? inter_ : hidden_, want_n = down ? hidden_ : inter_;
     DSV41_CHECK(t.k == want_k && t.n == want_n, kCorruptFile,
-                "{}: '{}' is (in {}, out {}), expected (in {}, out {}) (hidden {}, inter {})",
-                t.origin, t.prefix, t.k, t.n, want_k, want_n, hidden_, inter_);
+                "{}: '{}' is (in {}, out {}), expected (in {}, out {}) (hidden {}, inter {}{}{})",
+                t.origin, t.prefix, t.k, t.n, want_k, want_n, hidden_, inter_,
+                options_.dims_from.empty() ? "" : ": ", options_.dims_from);
     DSV41_CHECK(t.K == e.K, kCorruptFile,
                 "{}: '{}' has K = {} (trellis last dim {}) but the plan {} says K{} for layer {} "
                 "expert {}",

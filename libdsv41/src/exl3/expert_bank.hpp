@@ -56,6 +56,7 @@ class ExpertBank {
     int world = 1, rank = 0;  // resolve only this rank's experts
     int64_t hidden = 0;       // expected dims; 0 = take them from the first expert
     int64_t inter = 0;
+    std::string dims_from;  // where hidden/inter come from, for the mismatch message
   };
 
   // Resolves every layer of the plan for the rank's experts: per K, roots in qdir order, in each

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "core/check.hpp"
@@ -59,8 +60,25 @@ void fp4_rows(const Fp4Weight& w, const float* x, size_t rows, float* y, size_t 
 
 }  // namespace
 
-ExpertStore::ExpertStore(const ExpertBank* bank, const Checkpoint* native)
-    : bank_(bank), native_(native) {}
+ExpertStore::ExpertStore(const ExpertBank* bank, const Checkpoint* native, ExpertDims model)
+    : bank_(bank), native_(native), model_(model) {
+  if (!bank_ || model_.hidden == 0) return;
+  DSV41_CHECK(model_.hidden > 0 && model_.inter > 0, kInvalidArgument,
+              "ExpertStore: model dims hidden {} / inter {} must both be set", model_.hidden,
+              model_.inter);
+  const int64_t hidden = pad128(model_.hidden), inter = pad128(model_.inter);
+  DSV41_CHECK(bank_->expert_count() == 0 || (bank_->hidden() == hidden && bank_->inter() == inter),
+              kCorruptFile,
+              "{}: bank experts are (hidden {}, inter {}) but the model needs hidden_size {} and "
+              "moe_intermediate_size {} (stored padded to 128: hidden {}, inter {})",
+              bank_->plan().path, bank_->hidden(), bank_->inter(), model_.hidden, model_.inter,
+              hidden, inter);
+}
+
+ExpertShape ExpertStore::model_shape(ExpertProj proj) const {
+  if (proj == ExpertProj::kDown) return {model_.inter, model_.hidden};
+  return {model_.hidden, model_.inter};
+}
 
 bool ExpertStore::in_bank_range(int expert) const {
   return !bank_ || bank_->range().contains(expert);
@@ -82,6 +100,7 @@ ExpertShape ExpertStore::shape(int layer, int expert, ExpertProj proj) const {
               "the native checkpoint",
               expert, layer);
   if (const BankExpert* e = exl3(layer, expert)) {
+    if (model_.hidden) return model_shape(proj);
     const Exl3Tensor& t = e->proj[static_cast<int>(proj)];
     return {t.k, t.n};
   }
@@ -97,7 +116,19 @@ void ExpertStore::linear(int layer, int expert, ExpertProj proj, const float* x,
               expert, layer, proj_key(proj));
   if (const BankExpert* e = exl3(layer, expert)) {
     // EXL3's W is (in, out), so x·W_exl3 is already the model's x·W_modelᵀ.
-    matmul(e->proj[static_cast<int>(proj)], x, rows, y, pool);
+    const Exl3Tensor& t = e->proj[static_cast<int>(proj)];
+    const ExpertShape s = model_.hidden ? model_shape(proj) : ExpertShape{t.k, t.n};
+    if (s.in == t.k && s.out == t.n) {
+      matmul(t, x, rows, y, pool);
+      return;
+    }
+    // Padded storage (§2.1): x [rows, in] -> [rows, k] with zeros, y [rows, n] -> [rows, out].
+    const size_t in = static_cast<size_t>(s.in), out = static_cast<size_t>(s.out);
+    const size_t k = static_cast<size_t>(t.k), n = static_cast<size_t>(t.n);
+    std::vector<float> xp(rows * k, 0.0f), yp(rows * n);
+    for (size_t r = 0; r < rows; ++r) std::copy_n(x + r * in, in, xp.data() + r * k);
+    matmul(t, xp.data(), rows, yp.data(), pool);
+    for (size_t r = 0; r < rows; ++r) std::copy_n(yp.data() + r * n, out, y + r * out);
     return;
   }
   const Fp4Weight w = fp4_weight(*native_, layer, expert, proj);

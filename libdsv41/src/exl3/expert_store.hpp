@@ -15,10 +15,21 @@ class ThreadPool;
 
 namespace dsv41::exl3 {
 
+// The model's expert dims. EXL3 stores both sides padded to a multiple of 128 (spec §2.1,
+// exllamav3 `Linear` pad_to = 128): a bank matrix may be (pad128(in), pad128(out)); x is then
+// zero-extended and y cut to `out`. Zero: the bank's own dims (no padding).
+struct ExpertDims {
+  int64_t hidden = 0;
+  int64_t inter = 0;
+};
+constexpr int64_t pad128(int64_t n) { return (n + 127) / 128 * 128; }
+
 class ExpertStore final : public ProjectionProvider {
  public:
   // Either may be null: no bank (no plan) or no native checkpoint. Both must outlive the store.
-  ExpertStore(const ExpertBank* bank, const Checkpoint* native);
+  // With `model` set, every bank matrix must be exactly (pad128(in), pad128(out)) of the model's
+  // projection, else kCorruptFile naming the tensor.
+  ExpertStore(const ExpertBank* bank, const Checkpoint* native, ExpertDims model = {});
 
   bool has(int layer, int expert) const override;
   ExpertShape shape(int layer, int expert, ExpertProj proj) const override;
@@ -29,8 +40,11 @@ class ExpertStore final : public ProjectionProvider {
   bool in_bank_range(int expert) const;
   const BankExpert* exl3(int layer, int expert) const;
 
+  ExpertShape model_shape(ExpertProj proj) const;
+
   const ExpertBank* bank_;
   const Checkpoint* native_;
+  ExpertDims model_;
 };
 
 }  // namespace dsv41::exl3

@@ -65,10 +65,19 @@ class Binder {
     }
   }
 
+  // `layers.L.ffn.experts.E.` of an expert another provider supplies.
+  void skip_prefix(const std::string& prefix) { skipped_.insert(prefix); }
+
   void check_inventory(std::vector<IgnoredGroup>* ignored) const {
     for (const char* prefix : kIgnoredPrefixes) ignored->push_back({prefix, 0, 0});
+    IgnoredGroup external{ModelWeights::kExternalExpertsGroup, 0, 0};
     for (const std::string& name : ck_.names()) {
       if (used_.count(name)) continue;
+      if (is_skipped(name)) {
+        ++external.count;
+        external.bytes += ck_.get(name).nbytes();
+        continue;
+      }
       bool known = false;
       for (IgnoredGroup& g : *ignored) {
         if (name.rfind(g.prefix, 0) == 0) {
@@ -84,11 +93,22 @@ class Binder {
                   "check compress_ratios / *_layer_ids)",
                   *ck_.get(name).file, name);
     }
+    if (!skipped_.empty()) ignored->push_back(external);
   }
 
   void mark(const std::string& name) { use(name); }
 
  private:
+  bool is_skipped(const std::string& name) const {
+    // "layers.L.ffn.experts.E.<rest>": the prefix ends at the 5th dot.
+    size_t at = 0;
+    for (int dots = 0; dots < 5; ++dots) {
+      at = name.find('.', at);
+      if (at == std::string::npos) return false;
+      ++at;
+    }
+    return skipped_.count(name.substr(0, at)) != 0;
+  }
   void use(const std::string& name) { used_.insert(name); }
   void use_if_present(const std::string& name) {
     if (ck_.has(name)) used_.insert(name);
@@ -97,6 +117,7 @@ class Binder {
   const Checkpoint& ck_;
   const ModelConfig& cfg_;
   std::set<std::string> used_;
+  std::set<std::string> skipped_;
 };
 
 engram::EngramWeights bind_engram(Binder& b, const Checkpoint& ck, const TextConfig& t, int layer,
@@ -114,7 +135,8 @@ engram::EngramWeights bind_engram(Binder& b, const Checkpoint& ck, const TextCon
   return engram::load_engram_weights(ck, layer, dims);
 }
 
-MoeWeights bind_moe(Binder& b, const TextConfig& t, int layer) {
+MoeWeights bind_moe(Binder& b, const TextConfig& t, int layer,
+                    const ModelWeights::ExternalExperts& external) {
   const std::string p = fmt::format("layers.{}.ffn.", layer);
   const int64_t D = t.hidden_size, E = t.n_routed_experts, I = t.moe_intermediate_size;
   MoeWeights m;
@@ -128,6 +150,10 @@ MoeWeights bind_moe(Binder& b, const TextConfig& t, int layer) {
   m.experts.resize(E);
   for (int64_t e = 0; e < E; ++e) {
     const std::string ep = fmt::format("{}experts.{}.", p, e);
+    if (external && external(layer, static_cast<int>(e))) {
+      b.skip_prefix(ep);
+      continue;
+    }
     m.experts[e].w1 = b.linear(ep + "w1", I, D);
     m.experts[e].w3 = b.linear(ep + "w3", I, D);
     m.experts[e].w2 = b.linear(ep + "w2", D, I);
@@ -147,7 +173,8 @@ HcSiteWeights bind_hc(Binder& b, const TextConfig& t, int layer, const char* sit
 
 }  // namespace
 
-std::unique_ptr<ModelWeights> ModelWeights::bind(const Checkpoint& ck, const ModelConfig& cfg) {
+std::unique_ptr<ModelWeights> ModelWeights::bind(const Checkpoint& ck, const ModelConfig& cfg,
+                                                 const ExternalExperts& external) {
   const TextConfig& t = cfg.text;
   DSV41_CHECK(static_cast<int>(cfg.roles.size()) == t.num_hidden_layers, kInternal,
               "ModelWeights::bind needs a validated ModelConfig (roles missing)");
@@ -169,7 +196,7 @@ std::unique_ptr<ModelWeights> ModelWeights::bind(const Checkpoint& ck, const Mod
     lw.hc_ffn = bind_hc(b, t, l, "ffn");
     lw.attn = AttentionLayer::bind(ck, cfg, l, *w->rope);
     b.use_attention(role);
-    lw.ffn = bind_moe(b, t, l);
+    lw.ffn = bind_moe(b, t, l, external);
     if (role.engram) {
       lw.engram = std::make_unique<engram::EngramWeights>(
           bind_engram(b, ck, t, l, t.engram_num_embeddings[engram_index++]));

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -46,9 +47,17 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
   std::vector<IgnoredGroup> ignored;
 
+  // (layer, expert) -> whether another ExpertProvider (the EXL3 banks) supplies that routed
+  // expert: its `layers.L.ffn.experts.E.*` tensors are then not bound (MoeWeights::experts[E]
+  // stays unbound) and, if the checkpoint has them anyway, counted in the ignored group
+  // kExternalExpertsGroup instead of failing the inventory (the Spark loader skips them too).
+  using ExternalExperts = std::function<bool(int layer, int expert)>;
+  static constexpr const char* kExternalExpertsGroup = "layers.L.ffn.experts.E (EXL3-supplied)";
+
   // Throws detail::Failure naming the tensor and file: missing, wrong
   // dtype/shape, or a tensor that no part of the text model uses.
-  static std::unique_ptr<ModelWeights> bind(const Checkpoint& ck, const ModelConfig& cfg);
+  static std::unique_ptr<ModelWeights> bind(const Checkpoint& ck, const ModelConfig& cfg,
+                                            const ExternalExperts& external = {});
 
   // dst [D] = embed.weight[id] in fp32.
   void embed_row(int32_t id, float* dst) const;

@@ -48,6 +48,10 @@ void CheckpointExperts::forward(int layer, int expert, const float* x, int64_t n
   const MoeWeights& w = *layers_[layer];
   DSV41_CHECK(expert >= 0 && expert < static_cast<int>(w.experts.size()), kInternal,
               "CheckpointExperts: layer {} has no expert {}", layer, expert);
+  DSV41_CHECK(w.experts[expert].w1.bound(), kInternal,
+              "CheckpointExperts: layer {} expert {} is supplied by another provider (EXL3), not "
+              "the checkpoint",
+              layer, expert);
   swiglu_expert(w.experts[expert], x, n, route_w, limit_, y, pool);
 }
 

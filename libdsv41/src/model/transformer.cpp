@@ -4,6 +4,7 @@
 
 #include "core/check.hpp"
 #include "engram/token_map.hpp"
+#include "model/exl3_experts.hpp"
 #include "model/rms_norm.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -50,14 +51,21 @@ std::unique_ptr<engram::NgramHasher> make_hasher(const std::string& dir, const T
 
 }  // namespace
 
-std::unique_ptr<Transformer> Transformer::load(const std::string& dir, size_t threads) {
+std::unique_ptr<Transformer> Transformer::load(const std::string& dir, size_t threads,
+                                               const std::string& exl3_plan) {
   std::unique_ptr<Transformer> m(new Transformer());
   Result<ModelConfig> cfg = ModelConfig::load(dir);
   if (!cfg) rethrow(cfg.status());
   m->cfg_ = std::move(cfg.value());
   const TextConfig& t = m->cfg_.text;
   m->ck_ = Checkpoint::open(dir);
-  m->w_ = ModelWeights::bind(*m->ck_, m->cfg_);
+  m->bank_ = open_expert_bank(dir, m->cfg_, exl3_plan);
+  ModelWeights::ExternalExperts external;
+  if (m->bank_) {
+    const exl3::ExpertBank* bank = m->bank_.get();
+    external = [bank](int layer, int expert) { return bank->find(layer, expert) != nullptr; };
+  }
+  m->w_ = ModelWeights::bind(*m->ck_, m->cfg_, external);
   if (!t.engram_layer_ids.empty()) m->hasher_ = make_hasher(dir, t);
   m->engram_slot_.assign(t.num_hidden_layers, -1);
   for (size_t i = 0; i < t.engram_layer_ids.size(); ++i)
@@ -75,10 +83,16 @@ std::unique_ptr<Transformer> Transformer::load(const std::string& dir, size_t th
   m->moe_.norm_topk_prob = t.norm_topk_prob;
   m->moe_.routed_scaling_factor = static_cast<float>(t.routed_scaling_factor);
   m->moe_.swiglu_limit = static_cast<float>(t.swiglu_limit);
-  std::vector<const MoeWeights*> moe_layers;
-  for (const LayerWeights& lw : m->w_->layers) moe_layers.push_back(&lw.ffn);
-  m->default_experts_ =
-      std::make_unique<CheckpointExperts>(std::move(moe_layers), m->moe_.swiglu_limit);
+  if (m->bank_) {  // EXL3 experts from the banks, the others from the release FP4 tensors
+    m->store_ = std::make_unique<exl3::ExpertStore>(
+        m->bank_.get(), m->ck_.get(), exl3::ExpertDims{t.hidden_size, t.moe_intermediate_size});
+    m->default_experts_ = std::make_unique<ProjectionExperts>(*m->store_, m->moe_.swiglu_limit);
+  } else {
+    std::vector<const MoeWeights*> moe_layers;
+    for (const LayerWeights& lw : m->w_->layers) moe_layers.push_back(&lw.ffn);
+    m->default_experts_ =
+        std::make_unique<CheckpointExperts>(std::move(moe_layers), m->moe_.swiglu_limit);
+  }
   m->experts_ = m->default_experts_.get();
   return m;
 }

@@ -16,6 +16,8 @@
 #include "config/model_config.hpp"
 #include "core/thread_pool.hpp"
 #include "engram/ngram_hash.hpp"
+#include "exl3/expert_bank.hpp"
+#include "exl3/expert_store.hpp"
 #include "loader/checkpoint.hpp"
 #include "model/mhc.hpp"
 #include "model/model_weights.hpp"
@@ -43,12 +45,20 @@ class Transformer {
   // the load-time checks (Engram table rows = sum of primes, token-map size =
   // engram_compressed_vocab_size). threads 0 = all cores. Throws
   // detail::Failure naming the file / key / tensor.
-  static std::unique_ptr<Transformer> load(const std::string& dir, size_t threads);
+  //
+  // A Spark checkpoint (DIR/exl3/plan/ exists) takes its routed experts from the EXL3 banks the
+  // plan selects (decoded on the fly, spec exl3-format.md §4) and the rest from the release FP4
+  // tensors; `exl3_plan` picks the plan when there are several (exl3::find_plan_file). Plan/bank
+  // errors name the plan, the bank file or the tensor.
+  static std::unique_ptr<Transformer> load(const std::string& dir, size_t threads,
+                                           const std::string& exl3_plan = "");
 
   const ModelConfig& config() const { return cfg_; }
   const Checkpoint& checkpoint() const { return *ck_; }
   const ModelWeights& weights() const { return *w_; }
   const engram::NgramHasher* hasher() const { return hasher_.get(); }
+  // The EXL3 banks in use, nullptr for a release checkpoint.
+  const exl3::ExpertBank* expert_bank() const { return bank_.get(); }
   ThreadPool& pool() const { return *pool_; }
   int hc() const { return shape_.hc; }
   int64_t dim() const { return shape_.dim; }
@@ -56,8 +66,10 @@ class Transformer {
   // opts.pool: the KV byte budget shared with other sequences (null = private, unbounded).
   SequenceState new_sequence(StateOptions opts = {}) const;
   // Routed experts through `p` (must outlive the model); nullptr restores the
-  // checkpoint's.
+  // load-time default (checkpoint or EXL3 banks).
   void set_expert_provider(const ExpertProvider* p) { experts_ = p ? p : default_experts_.get(); }
+  // The routed-expert provider in use (the checkpoint's, the EXL3 banks', or the one set above).
+  const ExpertProvider& expert_provider() const { return *experts_; }
 
   // logits [T, vocab] (fp32) of the T tokens `ids` appended at state.pos;
   // image_flags [T] or empty. Advances state.pos by T.
@@ -90,7 +102,9 @@ class Transformer {
   std::unique_ptr<ModelWeights> w_;
   std::unique_ptr<engram::NgramHasher> hasher_;
   std::unique_ptr<ThreadPool> pool_;
-  std::unique_ptr<CheckpointExperts> default_experts_;
+  std::unique_ptr<exl3::ExpertBank> bank_;
+  std::unique_ptr<exl3::ExpertStore> store_;  // bank + native FP4, per projection
+  std::unique_ptr<ExpertProvider> default_experts_;
   const ExpertProvider* experts_ = nullptr;
   HcShape shape_;
   MoeShape moe_;

@@ -56,9 +56,11 @@ Result<Model> Model::load(const ModelParams& params) {
   if (!st.is_ok()) return st;
   auto impl = std::make_shared<Impl>();
   st = detail::capture_status([&] {
+    const Tunables tun = Tunables::from_environment();
     int threads = params.threads;
-    if (threads == 0) threads = static_cast<int>(Tunables::from_environment().get_int("DSV41_THREADS"));
-    impl->transformer = Transformer::load(params.model_dir, static_cast<size_t>(threads));
+    if (threads == 0) threads = static_cast<int>(tun.get_int("DSV41_THREADS"));
+    impl->transformer = Transformer::load(params.model_dir, static_cast<size_t>(threads),
+                                          tun.get_string("DSV41_EXL3_PLAN"));
     const std::string tok = params.model_dir + "/tokenizer.json";
     if (file_exists(tok)) impl->tokenizer = Tokenizer::load(tok);
     impl->info = describe(*impl->transformer, params.model_dir);
