@@ -1,6 +1,6 @@
 // `dsv41 logits`: run the CPU reference forward pass on token ids and write the
 // fp32 logits of every position; `dsv41 info`: print a model's config, derived
-// layer roles and tensor inventory.
+// layer roles, tensor inventory and, for a Spark checkpoint, the EXL3 expert plan.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -9,8 +9,10 @@
 #include "core/check.hpp"
 #include "loader/checkpoint.hpp"
 #include "loader/safetensors.hpp"
+#include "model/exl3_experts.hpp"
 #include "model/model_weights.hpp"
 #include "model/transformer.hpp"
+#include "plan_report.hpp"
 
 namespace {
 
@@ -26,7 +28,7 @@ std::string join(const std::vector<int>& v) {
 // Prefill [0, decode_from) in chunks of `chunk` (0 = one call), then one call
 // per token.
 int run_logits(const Args& args) {
-  args.allow({"model", "ids", "out", "chunk", "decode-from", "threads"});
+  args.allow({"model", "ids", "out", "chunk", "decode-from", "threads", "plan"});
   const std::string dir = args.require("model");
   const std::string out = args.require("out");
   const std::vector<int32_t> ids = Args::parse_ids("ids", args.require("ids"));
@@ -40,7 +42,8 @@ int run_logits(const Args& args) {
     throw UsageError("--decode-from must be in [1, " + std::to_string(n) + "]");
   if (threads < 0) throw UsageError("--threads must be >= 0");
 
-  auto model = dsv41::Transformer::load(dir, static_cast<size_t>(threads));
+  auto model =
+      dsv41::Transformer::load(dir, static_cast<size_t>(threads), args.get("plan").value_or(""));
   const int64_t V = model->config().text.vocab_size;
   dsv41::SequenceState st = model->new_sequence();
   std::vector<float> logits;
@@ -61,7 +64,7 @@ int run_logits(const Args& args) {
 }
 
 int run_info(const Args& args) {
-  args.allow({"model"});
+  args.allow({"model", "plan"});
   const std::string dir = args.require("model");
   dsv41::Result<dsv41::ModelConfig> cfg = dsv41::ModelConfig::load(dir);
   if (!cfg)
@@ -93,8 +96,22 @@ int run_info(const Args& args) {
                 dsv41::attn_role_name(r.role), r.kv_layer, r.index_layer, r.candidate_layer,
                 r.candidate_source ? " candidate-source" : "", r.engram ? " engram" : "");
   }
+  // A Spark checkpoint: its routed experts come from the EXL3 banks of the plan.
+  const auto bank = dsv41::open_expert_bank(dir, *cfg, args.get("plan").value_or(""));
+  dsv41::ModelWeights::ExternalExperts external;
+  if (bank) {
+    std::printf("routed experts: EXL3 banks (decoded on the fly) + release FP4\n");
+    dsv41::cli::print_plan_report(*bank, 1);
+    std::vector<int> fp4_layers;
+    for (int l = 0; l < t.num_hidden_layers; ++l)
+      if (!bank->plan().covers(l)) fp4_layers.push_back(l);
+    std::printf("layers absent from the plan (release FP4 experts): [%s]\n",
+                join(fp4_layers).c_str());
+    external = [&bank](int l, int e) { return bank->find(l, e) != nullptr; };
+  }
   auto ck = dsv41::Checkpoint::open(dir);
-  auto w = dsv41::ModelWeights::bind(*ck, *cfg);  // also proves every tensor is used or ignored
+  // Also proves every tensor is used or ignored.
+  auto w = dsv41::ModelWeights::bind(*ck, *cfg, external);
   std::printf("tensors: %zu in %zu shard(s)\n", ck->names().size(), ck->shard_count());
   for (const auto& [dt, inv] : ck->inventory())
     std::printf("  %-8s %8zu tensors %14llu bytes\n", dsv41::dtype_name(dt), inv.count,
@@ -109,12 +126,13 @@ const dsv41::cli::Registration reg_logits{
     {"logits",
      "--model DIR --ids 0,17,5 --out FILE.safetensors [--chunk N] "
      "[--decode-from N] "
-     "[--threads N]",
+     "[--threads N] [--plan NAME|FILE]",
      "run the CPU reference forward pass; writes tensor `logits` F32 [T, "
      "vocab]",
      &run_logits}};
 const dsv41::cli::Registration reg_info{
-    {"info", "--model DIR", "print config, layer roles and tensor inventory of a model",
+    {"info", "--model DIR [--plan NAME|FILE]",
+     "print config, layer roles, tensor inventory and (Spark checkpoints) the EXL3 expert plan",
      &run_info}};
 
 }  // namespace

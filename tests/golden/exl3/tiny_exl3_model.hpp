@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <tuple>
@@ -49,16 +50,19 @@ struct TinyExl3Model {
   static constexpr int kLayers = 8, kExperts = 6;
   static constexpr int64_t kHidden = 96, kInter = 64;
 
-  TempDir tmp;
+  std::unique_ptr<TempDir> tmp;  // when no root was given
   std::string exl3_dir, dense_dir;
   std::map<std::pair<int, int>, int> bank_k;  // (layer, expert) -> K of the bank expert
   float target_rms = 0;                       // rms of tiny8's FP4 experts, matched by the bank
 
   // keep_shadowed_fp4: also copy the FP4 tensors of bank-supplied experts into the EXL3 model
   // (a checkpoint that still carries them; the loader must skip them).
-  explicit TinyExl3Model(bool keep_shadowed_fp4 = false) {
-    exl3_dir = tmp.str("exl3_model");
-    dense_dir = tmp.str("dense_twin");
+  // Writes <root>/exl3_model and <root>/dense_twin (root empty: a temp dir removed with this).
+  explicit TinyExl3Model(bool keep_shadowed_fp4 = false, const std::string& root = "") {
+    if (root.empty()) tmp = std::make_unique<TempDir>();
+    const fs::path base = root.empty() ? tmp->path : fs::path(root);
+    exl3_dir = (base / "exl3_model").string();
+    dense_dir = (base / "dense_twin").string();
     const std::string src = fixture("golden/tiny8");
     for (const std::string& d : {exl3_dir, dense_dir}) {
       fs::create_directories(d);
