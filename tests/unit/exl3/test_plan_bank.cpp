@@ -1,12 +1,14 @@
 // Allocation plan parsing, bank-root resolution (relative, absolute, re-rooted), bank resolution
 // errors, per-rank expert ranges and the FP4 fallback of ExpertStore.
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <random>
 
 #include "core/check.hpp"
 #include "core/thread_pool.hpp"
 #include "exl3/allocation_plan.hpp"
+#include "exl3/exl3_linear.hpp"
 #include "exl3/expert_bank.hpp"
 #include "exl3/expert_store.hpp"
 #include "loader/checkpoint.hpp"
@@ -249,4 +251,63 @@ TEST_CASE("exl3 expert store: native FP4 fallback and EXL3 experts", "[unit][exl
   const ExpertShape g = store.shape(0, 0, ExpertProj::kDown);
   REQUIRE(g.in == 128);
   REQUIRE(g.out == 128);
+}
+
+TEST_CASE("exl3 expert store: model dims padded to 128 (spec §2.1) and their errors",
+          "[unit][exl3]") {
+  MiniModel m;
+  ExpertBank::Options opt;
+  opt.n_experts = 4;
+  auto bank = ExpertBank::open(
+      m.dir.str(),
+      AllocationPlan::parse(R"({"layers": {"0": "K2"}, "keep_native": {"0": [3]}, "qdir": "qn"})",
+                            "plan.json"),
+      opt);
+  REQUIRE(bank->hidden() == 128);
+  REQUIRE(bank->inter() == 128);
+  // hidden 96 and inter 64 are stored as 128 x 128: x is zero-extended, y cut to `out`.
+  ExpertStore store(bank.get(), nullptr, ExpertDims{96, 64});
+  const ExpertShape gate = store.shape(0, 1, ExpertProj::kGate);
+  const ExpertShape down = store.shape(0, 1, ExpertProj::kDown);
+  REQUIRE((gate.in == 96 && gate.out == 64));
+  REQUIRE((down.in == 64 && down.out == 96));
+  const std::vector<float> W = reconstruct_weight(bank->find(0, 1)->proj[0]);  // [128, 128]
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal;
+  const size_t rows = 2;
+  std::vector<float> x(rows * 96), y(rows * 64, 7.0f), want(rows * 64);
+  for (float& v : x) v = normal(rng);
+  store.linear(0, 1, ExpertProj::kGate, x.data(), rows, y.data());
+  double ymax = 0;
+  for (size_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < 64; ++o) {
+      double acc = 0;
+      for (int64_t i = 0; i < 96; ++i) acc += double(x[r * 96 + i]) * W[i * 128 + o];
+      want[r * 64 + o] = static_cast<float>(acc);
+      ymax = std::max(ymax, std::fabs(acc));
+    }
+  test::require_close("padded y", y, want, y.size(), 1e-5 * ymax);
+
+  REQUIRE_THROWS_WITH(ExpertStore(bank.get(), nullptr, ExpertDims{96, 0}),
+                      Contains("model dims hidden 96 / inter 0 must both be set"));
+  REQUIRE_THROWS_WITH(
+      ExpertStore(bank.get(), nullptr, ExpertDims{200, 64}),
+      Contains("bank experts are (hidden 128, inter 128) but the model needs hidden_size 200 and "
+               "moe_intermediate_size 64 (stored padded to 128: hidden 256, inter 128)"));
+}
+
+TEST_CASE("exl3 plan file: found, chosen, or a named error", "[unit][exl3]") {
+  test::TempDir d;
+  REQUIRE(!find_plan_file(d.str(), "").has_value());  // not a Spark directory
+  std::filesystem::create_directories(d.str("exl3/plan"));
+  REQUIRE_THROWS_WITH(find_plan_file(d.str(), ""), Contains("exl3/plan: no plan *.json"));
+  { std::ofstream(d.str("exl3/plan/b.json")) << "{}"; }
+  REQUIRE(*find_plan_file(d.str(), "") == d.str("exl3/plan/b.json"));
+  { std::ofstream(d.str("exl3/plan/a.json")) << "{}"; }
+  REQUIRE_THROWS_WITH(find_plan_file(d.str(), ""), Contains("2 plans (a.json, b.json)"));
+  REQUIRE(*find_plan_file(d.str(), "a") == d.str("exl3/plan/a.json"));
+  REQUIRE(*find_plan_file(d.str(), "b.json") == d.str("exl3/plan/b.json"));
+  REQUIRE(*find_plan_file(d.str(), d.str("exl3/plan/a.json")) == d.str("exl3/plan/a.json"));
+  REQUIRE_THROWS_WITH(find_plan_file(d.str(), "c"),
+                      Contains("EXL3 plan 'c' (DSV41_EXL3_PLAN / --plan) is neither a file nor"));
 }
