@@ -86,6 +86,13 @@ std::unique_ptr<Transformer> Transformer::load(const std::string& dir, size_t th
   if (m->bank_) {  // EXL3 experts from the banks, the others from the release FP4 tensors
     m->store_ = std::make_unique<exl3::ExpertStore>(
         m->bank_.get(), m->ck_.get(), exl3::ExpertDims{t.hidden_size, t.moe_intermediate_size});
+    // The store reads native experts as the release FP4 only: check them now, not at first use.
+    for (int l = 0; l < t.num_hidden_layers; ++l)
+      for (int e = 0; e < t.n_routed_experts; ++e)
+        if (!m->bank_->find(l, e))
+          for (exl3::ExpertProj p :
+               {exl3::ExpertProj::kGate, exl3::ExpertProj::kUp, exl3::ExpertProj::kDown})
+            m->store_->shape(l, e, p);
     m->default_experts_ = std::make_unique<ProjectionExperts>(*m->store_, m->moe_.swiglu_limit);
   } else {
     std::vector<const MoeWeights*> moe_layers;

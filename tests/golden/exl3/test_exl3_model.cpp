@@ -300,6 +300,29 @@ TEST_CASE("exl3 model: load errors name the plan, bank file and tensor", "[golde
     CHECK(code == ErrorCode::kNotFound);
     CHECK_THAT(msg, Catch::Contains("layers.0.ffn.experts.2.w1.weight"));
   }
+  SECTION("a native expert that is not the release FP4 (the store reads FP4 only)") {
+    TinyExl3Model t;
+    {
+      auto ck = Checkpoint::open(t.exl3_dir);
+      std::vector<TensorToWrite> tensors;
+      const std::vector<uint8_t> bf16(96 * 64 * 2, 0);
+      for (const std::string& name : ck->names()) {
+        if (name == "layers.1.ffn.experts.0.w2.scale") continue;
+        const TensorView v = ck->get(name);
+        if (name == "layers.1.ffn.experts.0.w2.weight")
+          tensors.push_back({name, DType::kBF16, {96, 64}, bf16});
+        else
+          tensors.push_back({name, v.dtype(), v.shape(), {v.data, v.nbytes()}});
+      }
+      write_safetensors(t.exl3_dir + "/rewritten.safetensors", tensors);
+    }
+    std::filesystem::rename(t.exl3_dir + "/rewritten.safetensors",
+                            t.exl3_dir + "/model.safetensors");
+    const std::string msg = load_error(t.exl3_dir, &code);
+    CHECK(code == ErrorCode::kCorruptFile);
+    CHECK_THAT(msg, Catch::Contains("'layers.1.ffn.experts.0.w2.weight' must be I8 [out, in/2] "
+                                    "(packed FP4), found BF16 [96, 64]"));
+  }
   SECTION("several plans: named in the error, chosen by name") {
     TinyExl3Model t;
     std::filesystem::copy_file(t.exl3_dir + "/exl3/plan/plan.json",
