@@ -28,8 +28,9 @@ const std::vector<int32_t> kPrompt = {
 // ~5e-6 at most positions (median; kTypicalTol), with larger excursions (measured 4.3e-4 at
 // position 6, 2e-5..1e-4 at positions 1-11, back to ~5e-6 after): layer 2's attention input differs
 // by 1.8e-6 and its output by 4.5e-4 at positions 6-11 only, a knife-edge of the quantised KV state
-// (docs/formats/exl3.md "Integration", docs/testing.md for tiny40); kLogitsTol is tiny8's documented cross-implementation
-// tolerance (tests/fixtures/golden/tiny8/README.md, abs 2e-3, argmax identical).
+// (docs/formats/exl3.md "Integration", docs/testing.md for tiny40); kLogitsTol is tiny8's
+// documented cross-implementation tolerance (tests/fixtures/golden/tiny8/README.md, abs 2e-3,
+// argmax identical).
 constexpr float kLogitsTol = 2e-3f;
 constexpr float kTypicalTol = 2e-5f;
 
