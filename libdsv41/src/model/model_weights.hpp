@@ -19,6 +19,7 @@
 #include "model/linear.hpp"
 #include "model/mhc.hpp"
 #include "model/moe.hpp"
+#include "model/shard_plan.hpp"
 
 namespace dsv41 {
 
@@ -40,15 +41,19 @@ struct IgnoredGroup {
 
 struct ModelWeights {
   std::unique_ptr<RopeTables> rope;  // the AttentionLayers point into it (stable address)
+  ShardPlan plan;                    // what this rank holds (world 1: everything)
   TensorView embed;                  // embed.weight [V, D] BF16 (rows gathered on lookup)
   std::vector<float> norm;           // norm.weight [D]
-  Linear head;                       // head.weight [V, D] BF16, fp32 logits
+  Linear head;                       // head.weight rows plan.vocab of [V, D] BF16, fp32 logits
   std::vector<LayerWeights> layers;
   std::vector<IgnoredGroup> ignored;
 
   // Throws detail::Failure naming the tensor and file: missing, wrong
-  // dtype/shape, or a tensor that no part of the text model uses.
-  static std::unique_ptr<ModelWeights> bind(const Checkpoint& ck, const ModelConfig& cfg);
+  // dtype/shape, or a tensor that no part of the text model uses. plan (optional): bind only
+  // this tensor-parallel rank's shard (docs/tp.md); other ranks' experts are counted in the
+  // inventory but not bound.
+  static std::unique_ptr<ModelWeights> bind(const Checkpoint& ck, const ModelConfig& cfg,
+                                            const ShardPlan* plan = nullptr);
 
   // dst [D] = embed.weight[id] in fp32.
   void embed_row(int32_t id, float* dst) const;

@@ -21,8 +21,13 @@
 #include "model/model_weights.hpp"
 #include "model/moe.hpp"
 #include "model/sequence_state.hpp"
+#include "model/shard_plan.hpp"
 
 namespace dsv41 {
+
+namespace parallel {
+class TpComm;
+}
 
 // Every golden debug tensor of one layer for T tokens
 // (tests/fixtures/golden/tiny40/README.md).
@@ -43,11 +48,17 @@ class Transformer {
   // the load-time checks (Engram table rows = sum of primes, token-map size =
   // engram_compressed_vocab_size). threads 0 = all cores. Throws
   // detail::Failure naming the file / key / tensor.
-  static std::unique_ptr<Transformer> load(const std::string& dir, size_t threads);
+  // comm (optional, must outlive the model): tensor parallelism (docs/tp.md). With world W > 1
+  // this rank binds only its ShardPlan shard, all-reduces the attention and FFN outputs of
+  // every layer and all-gathers the logits; every rank must make the same forward() calls
+  // with the same inputs, in the same order, and gets the same logits.
+  static std::unique_ptr<Transformer> load(const std::string& dir, size_t threads,
+                                           parallel::TpComm* comm = nullptr);
 
   const ModelConfig& config() const { return cfg_; }
   const Checkpoint& checkpoint() const { return *ck_; }
   const ModelWeights& weights() const { return *w_; }
+  const ShardPlan& plan() const { return w_->plan; }
   const engram::NgramHasher* hasher() const { return hasher_.get(); }
   ThreadPool& pool() const { return *pool_; }
   int hc() const { return shape_.hc; }
@@ -84,12 +95,16 @@ class Transformer {
   Transformer() = default;
   void engram(int layer, int64_t T, float* H, const int64_t* hash_ids,
               const uint8_t* image_flags) const;
+  // The one reduction point of a sub-layer: y [n] summed over the ranks (no-op at world 1).
+  // Throws the TpComm's Status naming the layer and site.
+  void all_reduce(float* y, int64_t n, int layer, const char* site) const;
 
   ModelConfig cfg_;
   std::unique_ptr<Checkpoint> ck_;
   std::unique_ptr<ModelWeights> w_;
   std::unique_ptr<engram::NgramHasher> hasher_;
   std::unique_ptr<ThreadPool> pool_;
+  parallel::TpComm* comm_ = nullptr;  // null or world 1: no collectives
   std::unique_ptr<CheckpointExperts> default_experts_;
   const ExpertProvider* experts_ = nullptr;
   HcShape shape_;
