@@ -20,6 +20,7 @@
 #include "model/mhc.hpp"
 #include "model/model_weights.hpp"
 #include "model/moe.hpp"
+#include "model/sequence_mirror.hpp"
 #include "model/sequence_state.hpp"
 #include "model/shard_plan.hpp"
 
@@ -65,7 +66,14 @@ class Transformer {
   int64_t dim() const { return shape_.dim; }
 
   // opts.pool: the KV byte budget shared with other sequences (null = private, unbounded).
+  // Mirrored (enable_mirror): the follower creates the twin state.
   SequenceState new_sequence(StateOptions opts = {}) const;
+  // Rank 0 of a TP pair whose follower runs run_follower (tp_follower.hpp): from now on every
+  // SequenceState made by new_sequence() mirrors its changes to the follower, and forward()
+  // requires such a state. Without it both ranks must call forward() themselves in lockstep.
+  void enable_mirror();
+  // Rank 0: ends the follower's run_follower (Ok there). Also done when the model is destroyed.
+  void stop_follower() const;
   // Routed experts through `p` (must outlive the model); nullptr restores the
   // checkpoint's.
   void set_expert_provider(const ExpertProvider* p) { experts_ = p ? p : default_experts_.get(); }
@@ -104,7 +112,8 @@ class Transformer {
   std::unique_ptr<ModelWeights> w_;
   std::unique_ptr<engram::NgramHasher> hasher_;
   std::unique_ptr<ThreadPool> pool_;
-  parallel::TpComm* comm_ = nullptr;  // null or world 1: no collectives
+  parallel::TpComm* comm_ = nullptr;        // null or world 1: no collectives
+  std::unique_ptr<SequenceMirror> mirror_;  // rank 0 with a follower
   std::unique_ptr<CheckpointExperts> default_experts_;
   const ExpertProvider* experts_ = nullptr;
   HcShape shape_;

@@ -119,6 +119,11 @@ class TpTcpComm final : public TpComm {
     poison(Status(ErrorCode::kAborted, "TP aborted locally: " + reason), reason);
   }
 
+  Status health() override {
+    std::lock_guard lock(mu_);
+    return failure_;
+  }
+
  private:
   // Sends this rank's frame for the next seq and returns the peer's, checked to
   // be the same op with the same size. The peer's payload is `logical` bytes,
