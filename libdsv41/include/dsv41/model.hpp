@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -79,6 +80,9 @@ class DSV41_API Model {
   // link stalled past the heartbeat timeout, abort): then that error, at once. Rank 0's
   // Sessions and Engines drive the follower; a failed link fails their calls with that error.
   [[nodiscard]] Status tp_health() const;
+  // tp_health() as a callable that keeps the loaded model alive (for a watcher thread after the
+  // Model was moved into an engine).
+  [[nodiscard]] std::function<Status()> tp_health_probe() const;
   // Rank >= 1: serves rank 0 until it stops (Ok), *stop is set (kCancelled) or the link fails
   // (its error). kInvalidArgument on rank 0 or without tensor parallelism.
   [[nodiscard]] Status run_tp_follower(const std::atomic<bool>* stop = nullptr) const;

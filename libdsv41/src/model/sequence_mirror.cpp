@@ -84,7 +84,14 @@ void SequenceMirror::forward(uint64_t id, int64_t pos0, std::span<const int32_t>
 
 void SequenceMirror::rollback(uint64_t id, int64_t n) { send({MirrorOp::kRollback, 0, id, n}); }
 
-void SequenceMirror::reset(uint64_t id) { send({MirrorOp::kReset, 0, id}); }
+// reset() runs on failure paths (session_append resets after a failed forward): a link error
+// here must not replace the error being reported; the poisoned link fails the next op anyway.
+void SequenceMirror::reset(uint64_t id) noexcept {
+  try {
+    send({MirrorOp::kReset, 0, id});
+  } catch (const detail::Failure&) {
+  }
+}
 
 uint64_t SequenceMirror::fork(uint64_t from) {
   uint64_t id;

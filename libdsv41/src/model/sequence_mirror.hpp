@@ -63,7 +63,7 @@ class SequenceMirror {
   void forward(uint64_t id, int64_t pos0, std::span<const int32_t> ids,
                std::span<const uint8_t> image_flags);
   void rollback(uint64_t id, int64_t n);
-  void reset(uint64_t id);
+  void reset(uint64_t id) noexcept;
   uint64_t fork(uint64_t from);
   void release(uint64_t id) noexcept;
   // Tells the follower to return from run_follower (once; later ops fail). Never throws.

@@ -91,6 +91,10 @@ const ModelInfo& Model::info() const { return impl_->info; }
 
 Status Model::tp_health() const { return impl_->comm ? impl_->comm->health() : Status::ok(); }
 
+std::function<Status()> Model::tp_health_probe() const {
+  return [impl = impl_] { return impl->comm ? impl->comm->health() : Status::ok(); };
+}
+
 Status Model::run_tp_follower(const std::atomic<bool>* stop) const {
   if (!impl_->comm || impl_->comm->rank() == 0)
     return Status(ErrorCode::kInvalidArgument,
