@@ -99,6 +99,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::fclose(f);
-  std::printf("%zu logits rows written\n", out.size() / static_cast<size_t>(model.info().vocab_size));
+  std::printf("%zu logits rows written\n",
+              out.size() / static_cast<size_t>(model.info().vocab_size));
   return 0;
 }
