@@ -46,7 +46,7 @@ SequenceMirror::~SequenceMirror() { stop(); }
 
 void SequenceMirror::send(const MirrorHeader& h, std::span<const int32_t> ids,
                           std::span<const uint8_t> flags) {
-  std::lock_guard lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   DSV41_CHECK(!stopped_, kAborted, "TP follower already stopped");
   MirrorHeader copy = h;
   Status s = comm_.broadcast(std::as_writable_bytes(std::span(&copy, 1)), 0);
@@ -65,7 +65,7 @@ void SequenceMirror::send(const MirrorHeader& h, std::span<const int32_t> ids,
 MirrorHandle SequenceMirror::open(int max_rollback, int64_t max_context) {
   uint64_t id;
   {
-    std::lock_guard lock(mu_);
+    std::lock_guard<std::recursive_mutex> lock(mu_);
     id = next_id_++;
   }
   send({MirrorOp::kNew, 0, id, max_rollback, 0, max_context});
@@ -96,7 +96,7 @@ void SequenceMirror::reset(uint64_t id) noexcept {
 uint64_t SequenceMirror::fork(uint64_t from) {
   uint64_t id;
   {
-    std::lock_guard lock(mu_);
+    std::lock_guard<std::recursive_mutex> lock(mu_);
     id = next_id_++;
   }
   send({MirrorOp::kFork, 0, id, static_cast<int64_t>(from)});
@@ -115,7 +115,7 @@ void SequenceMirror::stop() noexcept {
     send({MirrorOp::kStop});
   } catch (const detail::Failure&) {
   }
-  std::lock_guard lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   stopped_ = true;
 }
 

@@ -68,13 +68,17 @@ class SequenceMirror {
   void release(uint64_t id) noexcept;
   // Tells the follower to return from run_follower (once; later ops fail). Never throws.
   void stop() noexcept;
+  // Held by Transformer::forward for the whole call (its op + every collective of the pass),
+  // so ops of other threads (a Session destroyed elsewhere, a fork) never fall between a
+  // forward's op and its all-reduces: the follower sees the same order as the wire.
+  std::unique_lock<std::recursive_mutex> hold() { return std::unique_lock(mu_); }
 
  private:
   void send(const MirrorHeader& h, std::span<const int32_t> ids = {},
             std::span<const uint8_t> flags = {});
 
   parallel::TpComm& comm_;
-  std::mutex mu_;  // one op (header + payload) at a time
+  std::recursive_mutex mu_;  // one op (header + payload) at a time; see hold()
   uint64_t next_id_ = 1;
   bool stopped_ = false;
 };

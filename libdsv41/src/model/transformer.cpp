@@ -224,6 +224,8 @@ std::vector<float> Transformer::forward(SequenceState& st, std::span<const int32
   const int64_t pos0 = st.pos;
   DSV41_CHECK(!mirror_ || st.mirror.mirror == mirror_.get(), kInvalidArgument,
               "forward: this TP model drives a follower; use a state from its new_sequence()");
+  std::unique_lock<std::recursive_mutex> step;
+  if (mirror_) step = mirror_->hold();  // the op and this pass's collectives, uninterrupted
   st.attn.reserve_positions(pos0 + T);  // pool pages first: an error leaves the state unchanged
   if (mirror_) mirror_->forward(st.mirror.id, pos0, ids, image_flags);
   // §3: every stream starts as the token embedding.
