@@ -103,10 +103,6 @@ void Transformer::enable_mirror() {
   if (!mirror_) mirror_ = std::make_unique<SequenceMirror>(*comm_);
 }
 
-void Transformer::stop_follower() const {
-  if (mirror_) mirror_->stop();
-}
-
 std::vector<int64_t> Transformer::engram_ids(const SequenceState& st, int64_t t0,
                                              int64_t t1) const {
   if (!hasher_) return {};

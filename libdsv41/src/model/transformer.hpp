@@ -72,8 +72,6 @@ class Transformer {
   // SequenceState made by new_sequence() mirrors its changes to the follower, and forward()
   // requires such a state. Without it both ranks must call forward() themselves in lockstep.
   void enable_mirror();
-  // Rank 0: ends the follower's run_follower (Ok there). Also done when the model is destroyed.
-  void stop_follower() const;
   // Routed experts through `p` (must outlive the model); nullptr restores the
   // checkpoint's.
   void set_expert_provider(const ExpertProvider* p) { experts_ = p ? p : default_experts_.get(); }
