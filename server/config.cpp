@@ -21,6 +21,9 @@ constexpr const char* kServerTunables[] = {
     "DSV41_MAX_BODY_BYTES", "DSV41_MAX_CONNECTIONS", "DSV41_IO_THREADS",
     "DSV41_IDLE_TIMEOUT_S", "DSV41_READ_TIMEOUT_S", "DSV41_SSE_KEEPALIVE_MS",
     "DSV41_MAX_IMAGE_PIXELS", "DSV41_THREADS",
+    // tensor parallelism (docs/tp.md)
+    "DSV41_RANK", "DSV41_PEER", "DSV41_TP_BIND", "DSV41_TP_PORT", "DSV41_TP_CONNECT_TIMEOUT_MS",
+    "DSV41_TP_HEARTBEAT_TIMEOUT_MS",
 };
 
 const TunableSpec* spec_of(const std::string& name) {
@@ -60,6 +63,12 @@ ServerConfig from_tunables(const Tunables& t) {
   c.engine.kv_bytes = t.get_int("DSV41_KV_BYTES");
   c.engine.prefix_cache_entries = static_cast<int>(t.get_int("DSV41_PREFIX_CACHE_ENTRIES"));
   c.engine.max_queue = static_cast<int>(t.get_int("DSV41_MAX_QUEUE"));
+  c.rank = static_cast<int>(t.get_int("DSV41_RANK"));
+  c.peer = t.get_string("DSV41_PEER");
+  c.tp_bind = t.get_string("DSV41_TP_BIND");
+  c.tp_port = static_cast<int>(t.get_int("DSV41_TP_PORT"));
+  c.tp_connect_timeout_ms = static_cast<int>(t.get_int("DSV41_TP_CONNECT_TIMEOUT_MS"));
+  c.tp_heartbeat_timeout_ms = static_cast<int>(t.get_int("DSV41_TP_HEARTBEAT_TIMEOUT_MS"));
   return c;
 }
 
@@ -97,12 +106,60 @@ Status ServerConfig::validate() const {
   if (threads < 0) return bad("DSV41_THREADS", fmt::format("= {} must be >= 0", threads));
   if (max_image_pixels < 1)
     return bad("DSV41_MAX_IMAGE_PIXELS", fmt::format("= {} must be >= 1", max_image_pixels));
+  if (Result<TensorParallelParams> tp = tensor_parallel(); !tp) return tp.status();
   Status s = engine.validate();
   if (!s.is_ok())
     return Status(s.code(), s.message() + " (flags --max-sequences, --max-batched-tokens, "
                                           "--max-context, --kv-bytes, --prefix-cache-entries, "
                                           "--max-queue)");
   return Status::ok();
+}
+
+Result<TensorParallelParams> ServerConfig::tensor_parallel() const {
+  TensorParallelParams p;
+  if (peer.empty()) {
+    if (rank != 0) return bad("DSV41_RANK", fmt::format("= {} needs --peer", rank));
+    return p;
+  }
+  if (rank < 0 || rank > 1) return bad("DSV41_RANK", fmt::format("= {} must be 0 or 1", rank));
+  if (tp_bind.empty()) return bad("DSV41_TP_BIND", "is required with --peer (this rank's address)");
+  if (tp_port < 1 || tp_port > 65535)
+    return bad("DSV41_TP_PORT", fmt::format("= {} must be in [1, 65535]", tp_port));
+  p.world = 2;
+  p.rank = rank;
+  p.bind_address = tp_bind;
+  p.peer_address = peer;
+  p.port = static_cast<uint16_t>(tp_port);
+  if (size_t colon = peer.rfind(':'); colon != std::string::npos) {
+    p.peer_address = peer.substr(0, colon);
+    const std::string port_text = peer.substr(colon + 1);
+    int port_value = 0;
+    const bool digits = !port_text.empty() && port_text.size() <= 5 &&
+                        std::all_of(port_text.begin(), port_text.end(),
+                                    [](unsigned char ch) { return std::isdigit(ch) != 0; });
+    if (digits) port_value = std::stoi(port_text);
+    if (port_value < 1 || port_value > 65535)
+      return bad("DSV41_PEER",
+                 fmt::format("= '{}': port '{}' must be in [1, 65535]", peer, port_text));
+    p.port = static_cast<uint16_t>(port_value);
+  }
+  if (tp_connect_timeout_ms < 1)
+    return bad("DSV41_TP_CONNECT_TIMEOUT_MS",
+               fmt::format("= {} must be >= 1", tp_connect_timeout_ms));
+  if (tp_heartbeat_timeout_ms < 100)
+    return bad("DSV41_TP_HEARTBEAT_TIMEOUT_MS",
+               fmt::format("= {} must be >= 100", tp_heartbeat_timeout_ms));
+  p.connect_timeout_ms = tp_connect_timeout_ms;
+  p.heartbeat_timeout_ms = tp_heartbeat_timeout_ms;
+  p.heartbeat_interval_ms = std::max(10, tp_heartbeat_timeout_ms / 12);
+  // Engine settings that change what the follower must mirror or how much state it holds.
+  p.settings = {{"max_sequences", std::to_string(engine.max_sequences)},
+                {"max_batched_tokens", std::to_string(engine.max_batched_tokens)},
+                {"max_context", std::to_string(engine.max_context)},
+                {"kv_bytes", std::to_string(engine.kv_bytes)},
+                {"prefix_cache_entries", std::to_string(engine.prefix_cache_entries)},
+                {"heartbeat_timeout_ms", std::to_string(tp_heartbeat_timeout_ms)}};
+  return p;
 }
 
 Result<ParsedArgs> parse_args(int argc, char** argv) {

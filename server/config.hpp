@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dsv41/engine.hpp"
+#include "dsv41/model.hpp"
 #include "dsv41/status.hpp"
 
 namespace dsv41::server {
@@ -31,10 +32,20 @@ struct ServerConfig {
   int64_t max_image_pixels = 32 << 20;
   int threads = 0;  // CPU reference worker threads (ModelParams.threads)
   EngineParams engine;
+  // Tensor parallelism (docs/tp.md "Rank processes"); off while peer is empty.
+  int rank = 0;         // 0: scheduler + HTTP; 1: follower, no HTTP
+  std::string peer;     // the other rank's fabric address HOST[:PORT]
+  std::string tp_bind;  // this rank's fabric address
+  int tp_port = 29500;
+  int tp_connect_timeout_ms = 60000;
+  int tp_heartbeat_timeout_ms = 3000;
 
   // kInvalidArgument naming the flag and its environment variable, e.g.
   // "--port (DSV41_PORT) = 70000 must be in [0, 65535]".
   Status validate() const;
+  // The model's TensorParallelParams (world 1 when peer is empty); settings = every engine
+  // setting both ranks must share. Errors name the flag.
+  Result<TensorParallelParams> tensor_parallel() const;
 };
 
 // The flag of a server tunable: "DSV41_MAX_BODY_BYTES" → "max-body-bytes".

@@ -4,9 +4,11 @@
 // connections, and exit 0. docs/server.md.
 #include <fmt/format.h>
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <csignal>
 #include <cstdio>
 #include <functional>
 #include <thread>
@@ -31,6 +33,50 @@ void log_line(const std::string& line) {
   std::fflush(stderr);
 }
 
+// Rank 1 of a TP pair (docs/tp.md "Rank processes"): no HTTP, no key; loads its half of the
+// model, connects to rank 0 and mirrors its steps until rank 0 stops (exit 0), SIGINT/SIGTERM
+// (exit 0) or the link fails (exit 1, message on stderr).
+int run_follower_rank(const ServerConfig& config, const TensorParallelParams& tp) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR2);                   // main's "exit now" to the signal thread
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);  // only the signal thread below sees them
+  std::atomic<bool> stop{false};
+  std::thread signals([&] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    if (sig == SIGUSR2) return;  // woken by main to exit
+    log_line(fmt::format("signal {}: stopping the follower", sig));
+    stop = true;
+  });
+  log_line(fmt::format("TP rank {}: loading {}, connecting to rank 0 at {}:{} from {}", tp.rank,
+                       config.model_dir, tp.peer_address, tp.port, tp.bind_address));
+  ModelParams mp;
+  mp.model_dir = config.model_dir;
+  mp.threads = config.threads;
+  mp.tp = tp;
+  Status result;
+  {
+    Result<Model> model = Model::load(mp);
+    if (!model) {
+      result = model.status();
+    } else {
+      log_line("TP follower ready");
+      result = model->run_tp_follower(&stop);
+    }
+  }
+  if (!stop) pthread_kill(signals.native_handle(), SIGUSR2);
+  signals.join();
+  if (result.is_ok() || result.code() == ErrorCode::kCancelled) {
+    log_line("TP follower stopped");
+    return 0;
+  }
+  log_line("TP follower failed: " + result.to_string());
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -49,6 +95,8 @@ int main(int argc, char** argv) {
     log_line(s.message());
     return 2;
   }
+  const TensorParallelParams tp = *config.tensor_parallel();
+  if (tp.world > 1 && tp.rank > 0) return run_follower_rank(config, tp);
   std::optional<ApiKey> key;
   std::string key_origin;
   if (!config.api_key.empty()) {
@@ -106,17 +154,36 @@ int main(int argc, char** argv) {
   ModelParams mp;
   mp.model_dir = config.model_dir;
   mp.threads = config.threads;
+  mp.tp = tp;
   Result<Model> model = Model::load(mp);
   Status failure;
+  std::shared_ptr<GenerationBackend> served;
+  std::thread tp_watch;
+  std::atomic<bool> tp_watch_stop{false};
   if (!model) {
     failure = model.status();
   } else {
+    // TP rank 0: a failed link (rank 1 died, link stalled) makes /health answer 503 at once;
+    // in-flight requests already fail with the link's error inside the engine.
+    if (tp.world > 1) {
+      tp_watch = std::thread([&api, &tp_watch_stop, probe = model->tp_health_probe()] {
+        while (!tp_watch_stop) {
+          if (Status s = probe(); !s.is_ok()) {
+            log_line("TP link failed, no longer serving (restart both ranks): " + s.to_string());
+            api.set_backend(nullptr);
+            return;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+      });
+    }
     Result<std::unique_ptr<EngineBackend>> backend =
         EngineBackend::create(std::move(*model), config.engine);
     if (!backend) {
       failure = backend.status();
     } else if (!api.shutting_down()) {
-      api.set_backend(std::shared_ptr<GenerationBackend>(std::move(*backend)));
+      served = std::shared_ptr<GenerationBackend>(std::move(*backend));
+      api.set_backend(served);
       log_line("ready");
     }
   }
@@ -126,8 +193,12 @@ int main(int argc, char** argv) {
     ioc.stop();
   }
   for (auto& t : threads) t.join();
+  tp_watch_stop = true;
+  if (tp_watch.joinable()) tp_watch.join();
   // All connections are gone or abandoned; stop the engine before the Api goes away.
-  if (auto b = api.backend()) b->shutdown();
+  if (served) served->shutdown();
+  api.set_backend(nullptr);
+  served.reset();
   log_line("stopped");
   return failure.is_ok() ? 0 : 1;
 }

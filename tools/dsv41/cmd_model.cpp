@@ -43,7 +43,8 @@ int run_logits(const Args& args) {
   if (threads < 0) throw UsageError("--threads must be >= 0");
 
   auto model =
-      dsv41::Transformer::load(dir, static_cast<size_t>(threads), args.get("plan").value_or(""));
+      dsv41::Transformer::load(dir, static_cast<size_t>(threads), nullptr,
+                                args.get("plan").value_or(""));
   const int64_t V = model->config().text.vocab_size;
   dsv41::SequenceState st = model->new_sequence();
   std::vector<float> logits;
@@ -111,7 +112,7 @@ int run_info(const Args& args) {
   }
   auto ck = dsv41::Checkpoint::open(dir);
   // Also proves every tensor is used or ignored.
-  auto w = dsv41::ModelWeights::bind(*ck, *cfg, external);
+  auto w = dsv41::ModelWeights::bind(*ck, *cfg, nullptr, external);
   std::printf("tensors: %zu in %zu shard(s)\n", ck->names().size(), ck->shard_count());
   for (const auto& [dt, inv] : ck->inventory())
     std::printf("  %-8s %8zu tensors %14llu bytes\n", dsv41::dtype_name(dt), inv.count,

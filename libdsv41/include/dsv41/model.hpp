@@ -3,7 +3,10 @@
 // member may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -15,9 +18,27 @@
 
 namespace dsv41 {
 
+// Tensor parallelism over two processes (docs/tp.md "Rank processes"): rank 0 listens on
+// bind_address:port and accepts only peer_address; rank 1 connects from bind_address. Both load
+// their half of the model, and the rendezvous refuses (on both ranks, naming the difference) a
+// different config.json, shard plan, tensor inventory or any entry of `settings`.
+struct TensorParallelParams {
+  int world = 1;  // 1: no tensor parallelism (the other fields are ignored)
+  int rank = 0;
+  std::string bind_address;  // this rank's fabric IPv4 address; never a wildcard
+  std::string peer_address;  // the other rank's
+  uint16_t port = 29500;
+  int connect_timeout_ms = 60000;
+  int op_timeout_ms = 30000;
+  int heartbeat_interval_ms = 250;
+  int heartbeat_timeout_ms = 3000;
+  std::map<std::string, std::string> settings;  // engine settings both ranks must agree on
+};
+
 struct ModelParams {
   std::string model_dir;  // config.json, model.safetensors.index.json + shards, tokenizer.json
   int threads = 0;        // CPU reference worker threads; 0 = DSV41_THREADS, then all cores
+  TensorParallelParams tp;
   // Names the offending field, e.g. "ModelParams.model_dir is empty".
   Status validate() const;
 };
@@ -54,6 +75,17 @@ class DSV41_API Model {
   [[nodiscard]] Result<std::vector<int32_t>> tokenize(std::string_view text,
                                                       bool parse_special = true) const;
   [[nodiscard]] Result<std::string> detokenize(std::span<const int32_t> ids) const;
+
+  // Tensor parallelism. tp_health: Ok unless the link to the other rank failed (rank died,
+  // link stalled past the heartbeat timeout, abort): then that error, at once. Rank 0's
+  // Sessions and Engines drive the follower; a failed link fails their calls with that error.
+  [[nodiscard]] Status tp_health() const;
+  // tp_health() as a callable that keeps the loaded model alive (for a watcher thread after the
+  // Model was moved into an engine).
+  [[nodiscard]] std::function<Status()> tp_health_probe() const;
+  // Rank >= 1: serves rank 0 until it stops (Ok), *stop is set (kCancelled) or the link fails
+  // (its error). kInvalidArgument on rank 0 or without tensor parallelism.
+  [[nodiscard]] Status run_tp_follower(const std::atomic<bool>* stop = nullptr) const;
 
   struct Impl;
   const std::shared_ptr<const Impl>& impl() const { return impl_; }

@@ -53,6 +53,19 @@ constexpr TunableSpec kSpecs[] = {
      "server: model id clients must send"},
     {"DSV41_SSE_KEEPALIVE_MS", TunableType::kInt, "10000",
      "server: ': keep-alive' comment after this long without a stream write"},
+    // --- tensor parallelism (dsv41-server flags --rank, --peer, --tp-*; docs/tp.md) ---
+    {"DSV41_RANK", TunableType::kInt, "0",
+     "server: TP rank of this process: 0 = scheduler + HTTP, 1 = follower without HTTP"},
+    {"DSV41_PEER", TunableType::kString, "",
+     "server: the other TP rank's fabric address HOST[:PORT] (empty = no tensor parallelism)"},
+    {"DSV41_TP_BIND", TunableType::kString, "",
+     "server: this rank's fabric IPv4 address that every TP socket binds (never a wildcard)"},
+    {"DSV41_TP_PORT", TunableType::kInt, "29500",
+     "server: TP port rank 0 listens on (a :PORT in --peer overrides it)"},
+    {"DSV41_TP_CONNECT_TIMEOUT_MS", TunableType::kInt, "60000",
+     "server: how long a rank waits for the other one at start"},
+    {"DSV41_TP_HEARTBEAT_TIMEOUT_MS", TunableType::kInt, "3000",
+     "server: TP peer declared lost after this long without any frame (heartbeat every 1/12)"},
 };
 }  // namespace
 

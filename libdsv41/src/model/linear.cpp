@@ -43,11 +43,27 @@ Linear Linear::bind(const Checkpoint& ck, const std::string& prefix, int64_t out
       l.format_ = w.dtype() == DType::kBF16 ? WeightFormat::kBF16 : WeightFormat::kF32;
       break;
     default:
-      DSV41_FAIL(kCorruptFile, "{}: tensor '{}' has dtype {}, expected F8_E4M3, I8 (FP4), BF16 or F32",
-                 *w.file, wname, dtype_name(w.dtype()));
+      DSV41_FAIL(kCorruptFile,
+                 "{}: tensor '{}' has dtype {}, expected F8_E4M3, I8 (FP4), BF16 or F32", *w.file,
+                 wname, dtype_name(w.dtype()));
   }
   l.w_ = w.data;
+  l.full_in_ = in;
   return l;
+}
+
+Linear Linear::slice(int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                     const std::string& what) const {
+  DSV41_CHECK(w_ != nullptr, kInternal, "{}: slice of an unbound Linear", what);
+  DSV41_CHECK(0 <= r0 && r0 < r1 && r1 <= out_ && 0 <= c0 && c0 < c1 && c1 <= in_, kInvalidArgument,
+              "{}: shard rows [{}, {}) x columns [{}, {}) outside [0, {}) x [0, {})", what, r0, r1,
+              c0, c1, out_, in_);
+  Linear v = *this;
+  v.row0_ = row0_ + r0;
+  v.col0_ = col0_ + c0;
+  v.out_ = r1 - r0;
+  v.in_ = c1 - c0;
+  return v;
 }
 
 Linear Linear::bind_plain(const Checkpoint& ck, const std::string& name, int64_t out, int64_t in) {
@@ -57,36 +73,39 @@ Linear Linear::bind_plain(const Checkpoint& ck, const std::string& name, int64_t
   l.in_ = in;
   l.format_ = w.dtype() == DType::kBF16 ? WeightFormat::kBF16 : WeightFormat::kF32;
   l.w_ = w.data;
+  l.full_in_ = in;
   return l;
 }
 
 void Linear::dequantize_row(int64_t r, float* dst) const {
+  // Stored row R, stored columns [C0, C0 + in_) (the whole row unless this is a slice).
+  const int64_t R = row0_ + r, C0 = col0_, FI = full_in_;
   switch (format_) {
     case WeightFormat::kF32:
-      std::memcpy(dst, w_ + r * in_ * 4, in_ * 4);
+      std::memcpy(dst, w_ + (R * FI + C0) * 4, in_ * 4);
       break;
     case WeightFormat::kBF16:
       for (int64_t c = 0; c < in_; ++c) {
         uint16_t b;
-        std::memcpy(&b, w_ + (r * in_ + c) * 2, 2);
+        std::memcpy(&b, w_ + (R * FI + C0 + c) * 2, 2);
         dst[c] = bf16_to_f32(b);
       }
       break;
     case WeightFormat::kFp8Block: {
-      const int64_t sc = (in_ + block_cols_ - 1) / block_cols_;
-      const uint8_t* srow = scale_ + (r / block_rows_) * sc;
-      const uint8_t* wrow = w_ + r * in_;
-      for (int64_t c = 0; c < in_; ++c)
-        dst[c] = e4m3_to_f32(wrow[c]) * e8m0_to_f32(srow[c / block_cols_]);
+      const int64_t sc = (FI + block_cols_ - 1) / block_cols_;
+      const uint8_t* srow = scale_ + (R / block_rows_) * sc;
+      const uint8_t* wrow = w_ + R * FI;
+      for (int64_t c = C0; c < C0 + in_; ++c)
+        dst[c - C0] = e4m3_to_f32(wrow[c]) * e8m0_to_f32(srow[c / block_cols_]);
       break;
     }
     case WeightFormat::kFp4Row: {
-      const uint8_t* wrow = w_ + r * (in_ / 2);
-      const uint8_t* srow = scale_ + r * (in_ / block_cols_);
-      for (int64_t c = 0; c < in_; ++c) {
+      const uint8_t* wrow = w_ + R * (FI / 2);
+      const uint8_t* srow = scale_ + R * (FI / block_cols_);
+      for (int64_t c = C0; c < C0 + in_; ++c) {
         const uint8_t byte = wrow[c / 2];
         const uint8_t code = (c & 1) ? (byte >> 4) : (byte & 0xF);  // even column = low nibble
-        dst[c] = e2m1_to_f32(code) * e8m0_to_f32(srow[c / block_cols_]);
+        dst[c - C0] = e2m1_to_f32(code) * e8m0_to_f32(srow[c / block_cols_]);
       }
       break;
     }

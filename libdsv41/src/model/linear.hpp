@@ -37,9 +37,16 @@ class Linear {
   // y[t, o] = Σ_i x[t, i] · W[o, i], fp32 accumulation in index order. Rows of W are split across
   // the pool (if given); each row is dequantised once per call.
   void forward(const float* x, int64_t T, float* y, ThreadPool* pool) const;
-  // Rows [row_begin, row_end) only: y[t, o - row_begin] (tensor-parallel shards, grouped wo_a).
+  // Rows [row_begin, row_end) only: y[t, o - row_begin] (grouped wo_a).
   void forward_rows(const float* x, int64_t T, int64_t row_begin, int64_t row_end, float* y,
                     ThreadPool* pool) const;
+
+  // A view of rows [r0, r1) and columns [c0, c1) of this weight (a tensor-parallel shard,
+  // docs/tp.md): out_features() = r1 - r0, in_features() = c1 - c0, row i of the view is row
+  // r0 + i of the tensor read from column c0 on, with the tensor's own block scales (no
+  // alignment needed). Zero-copy: the view reads only its shard's bytes of the mmapped file.
+  // kInvalidArgument (naming `what`) when the range is empty or outside [0, out) x [0, in).
+  Linear slice(int64_t r0, int64_t r1, int64_t c0, int64_t c1, const std::string& what) const;
 
  private:
   WeightFormat format_ = WeightFormat::kF32;
@@ -47,6 +54,9 @@ class Linear {
   const uint8_t* scale_ = nullptr;
   int64_t out_ = 0, in_ = 0;
   int64_t block_rows_ = 32, block_cols_ = 32;
+  // Slice offsets into the full stored tensor [full_out, full_in]: view row r is stored row
+  // row0_ + r, view column c is stored column col0_ + c; full_in_ is the stored row length.
+  int64_t row0_ = 0, col0_ = 0, full_in_ = 0;
 };
 
 // A 1-D fp32 vector (norm weights, biases, sinks) converted from BF16/F32 at bind time.

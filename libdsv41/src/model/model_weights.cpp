@@ -97,6 +97,8 @@ class Binder {
   }
 
   void mark(const std::string& name) { use(name); }
+  // Another rank's tensor (docs/tp.md): counted as used by the model, not bound here.
+  void mark_if_present(const std::string& name) { use_if_present(name); }
 
  private:
   bool is_skipped(const std::string& name) const {
@@ -135,7 +137,7 @@ engram::EngramWeights bind_engram(Binder& b, const Checkpoint& ck, const TextCon
   return engram::load_engram_weights(ck, layer, dims);
 }
 
-MoeWeights bind_moe(Binder& b, const TextConfig& t, int layer,
+MoeWeights bind_moe(Binder& b, const TextConfig& t, int layer, const ShardPlan& sp,
                     const ModelWeights::ExternalExperts& external) {
   const std::string p = fmt::format("layers.{}.ffn.", layer);
   const int64_t D = t.hidden_size, E = t.n_routed_experts, I = t.moe_intermediate_size;
@@ -144,14 +146,23 @@ MoeWeights bind_moe(Binder& b, const TextConfig& t, int layer,
   m.bias = b.f32(p + "gate.bias", {E});
   m.bias_vl = b.f32(p + "gate.bias_vl", {E});
   const int64_t IS = I * t.n_shared_experts;
-  m.shared.w1 = b.linear(p + "shared_experts.w1", IS, D);
-  m.shared.w3 = b.linear(p + "shared_experts.w3", IS, D);
-  m.shared.w2 = b.linear(p + "shared_experts.w2", D, IS);
+  const ShardRange si = sp.shared_inter;
+  const std::string sh = p + "shared_experts.";
+  m.shared.w1 = b.linear(sh + "w1", IS, D).slice(si.begin, si.end, 0, D, sh + "w1");
+  m.shared.w3 = b.linear(sh + "w3", IS, D).slice(si.begin, si.end, 0, D, sh + "w3");
+  m.shared.w2 = b.linear(sh + "w2", D, IS).slice(0, D, si.begin, si.end, sh + "w2");
   m.experts.resize(E);
+  m.expert_begin = static_cast<int>(sp.experts.begin);
+  m.expert_end = static_cast<int>(sp.experts.end);
   for (int64_t e = 0; e < E; ++e) {
     const std::string ep = fmt::format("{}experts.{}.", p, e);
     if (external && external(layer, static_cast<int>(e))) {
       b.skip_prefix(ep);
+      continue;
+    }
+    if (!sp.experts.contains(e)) {
+      for (const char* w : {"w1", "w2", "w3"})
+        for (const char* part : {".weight", ".scale"}) b.mark_if_present(ep + w + part);
       continue;
     }
     m.experts[e].w1 = b.linear(ep + "w1", I, D);
@@ -174,6 +185,7 @@ HcSiteWeights bind_hc(Binder& b, const TextConfig& t, int layer, const char* sit
 }  // namespace
 
 std::unique_ptr<ModelWeights> ModelWeights::bind(const Checkpoint& ck, const ModelConfig& cfg,
+                                                 const ShardPlan* plan,
                                                  const ExternalExperts& external) {
   const TextConfig& t = cfg.text;
   DSV41_CHECK(static_cast<int>(cfg.roles.size()) == t.num_hidden_layers, kInternal,
@@ -181,9 +193,11 @@ std::unique_ptr<ModelWeights> ModelWeights::bind(const Checkpoint& ck, const Mod
   const int64_t D = t.hidden_size, V = t.vocab_size;
   Binder b(ck, cfg);
   auto w = std::make_unique<ModelWeights>();
+  w->plan = plan != nullptr ? *plan : ShardPlan::make(t, 0, 1);
+  const ShardPlan& sp = w->plan;
   w->embed = b.view("embed.weight", DType::kBF16, {V, D});
   w->norm = b.vec("norm.weight", D);
-  w->head = b.linear("head", V, D);
+  w->head = b.linear("head", V, D).slice(sp.vocab.begin, sp.vocab.end, 0, D, "head");
   w->rope = std::make_unique<RopeTables>(RopeTables::from_config(t));
   w->layers.resize(t.num_hidden_layers);
   size_t engram_index = 0;
@@ -194,9 +208,9 @@ std::unique_ptr<ModelWeights> ModelWeights::bind(const Checkpoint& ck, const Mod
     lw.ffn_norm = b.vec(fmt::format("layers.{}.ffn_norm.weight", l), D);
     lw.hc_attn = bind_hc(b, t, l, "attn");
     lw.hc_ffn = bind_hc(b, t, l, "ffn");
-    lw.attn = AttentionLayer::bind(ck, cfg, l, *w->rope);
+    lw.attn = AttentionLayer::bind(ck, cfg, l, *w->rope, &sp);
     b.use_attention(role);
-    lw.ffn = bind_moe(b, t, l, external);
+    lw.ffn = bind_moe(b, t, l, sp, external);
     if (role.engram) {
       lw.engram = std::make_unique<engram::EngramWeights>(
           bind_engram(b, ck, t, l, t.engram_num_embeddings[engram_index++]));

@@ -20,6 +20,7 @@
 #include "model/linear.hpp"
 #include "model/mhc.hpp"
 #include "model/moe.hpp"
+#include "model/shard_plan.hpp"
 
 namespace dsv41 {
 
@@ -41,9 +42,10 @@ struct IgnoredGroup {
 
 struct ModelWeights {
   std::unique_ptr<RopeTables> rope;  // the AttentionLayers point into it (stable address)
+  ShardPlan plan;                    // what this rank holds (world 1: everything)
   TensorView embed;                  // embed.weight [V, D] BF16 (rows gathered on lookup)
   std::vector<float> norm;           // norm.weight [D]
-  Linear head;                       // head.weight [V, D] BF16, fp32 logits
+  Linear head;                       // head.weight rows plan.vocab of [V, D] BF16, fp32 logits
   std::vector<LayerWeights> layers;
   std::vector<IgnoredGroup> ignored;
 
@@ -55,8 +57,11 @@ struct ModelWeights {
   static constexpr const char* kExternalExpertsGroup = "layers.L.ffn.experts.E (EXL3-supplied)";
 
   // Throws detail::Failure naming the tensor and file: missing, wrong
-  // dtype/shape, or a tensor that no part of the text model uses.
+  // dtype/shape, or a tensor that no part of the text model uses. plan (optional): bind only
+  // this tensor-parallel rank's shard (docs/tp.md); other ranks' experts are counted in the
+  // inventory but not bound. external: experts supplied elsewhere (above).
   static std::unique_ptr<ModelWeights> bind(const Checkpoint& ck, const ModelConfig& cfg,
+                                            const ShardPlan* plan = nullptr,
                                             const ExternalExperts& external = {});
 
   // dst [D] = embed.weight[id] in fp32.

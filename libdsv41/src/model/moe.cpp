@@ -102,7 +102,10 @@ void moe_forward(const MoeWeights& w, const MoeShape& s, int layer, const float*
   // scatter-add).
   std::vector<float> routed(T * D, 0.0f);
   std::vector<float> xs, ws, ys;
-  for (int e = 0; e < s.n_experts; ++e) {
+  DSV41_CHECK(0 <= w.expert_begin && w.expert_begin < w.expert_end && w.expert_end <= s.n_experts,
+              kInternal, "layer {}: expert range [{}, {}) outside [0, {})", layer, w.expert_begin,
+              w.expert_end, s.n_experts);
+  for (int e = w.expert_begin; e < w.expert_end; ++e) {
     std::vector<int64_t> rows;
     ws.clear();
     for (int64_t t = 0; t < T; ++t)

@@ -20,12 +20,15 @@ struct ExpertWeights {
 
 // `layers.L.ffn.*`.
 struct MoeWeights {
-  std::vector<float> gate;             // ffn.gate.weight [E, D] (BF16 on disk)
-  std::vector<float> bias;             // ffn.gate.bias [E]: selection only
-  std::vector<float> bias_vl;          // ffn.gate.bias_vl [E]: selection at image-span positions
-  ExpertWeights shared;                // ffn.shared_experts, inter = n_shared_experts ·
-                                       // moe_intermediate_size
-  std::vector<ExpertWeights> experts;  // ffn.experts.{0..E-1} (FP4)
+  std::vector<float> gate;               // ffn.gate.weight [E, D] (BF16 on disk)
+  std::vector<float> bias;               // ffn.gate.bias [E]: selection only
+  std::vector<float> bias_vl;            // ffn.gate.bias_vl [E]: selection at image-span positions
+  ExpertWeights shared;                  // ffn.shared_experts, inter = n_shared_experts ·
+                                         // moe_intermediate_size (a TP rank: its ShardPlan
+                                         // shared_inter rows of w1/w3 and columns of w2)
+  std::vector<ExpertWeights> experts;    // ffn.experts.{0..E-1} (FP4); a TP rank binds only
+                                         // [expert_begin, expert_end), the rest stay unbound
+  int expert_begin = 0, expert_end = 0;  // the routed experts this rank computes
 };
 
 struct MoeShape {
@@ -87,7 +90,9 @@ Routing route(const MoeWeights& w, const MoeShape& s, const float* x, int64_t T,
               const uint8_t* image_flags);
 
 // Full MoE sublayer: y [T, D] = shared(x) + Σ_i routed_i(x). `routing`
-// (optional) receives the router output for tracing.
+// (optional) receives the router output for tracing. Only experts in
+// [w.expert_begin, w.expert_end) are computed and w.shared may be a shard: on a
+// tensor-parallel rank y is this rank's partial sum (routing is replicated).
 void moe_forward(const MoeWeights& w, const MoeShape& s, int layer, const float* x, int64_t T,
                  const uint8_t* image_flags, const ExpertProvider& experts, ThreadPool* pool,
                  float* y, Routing* routing);

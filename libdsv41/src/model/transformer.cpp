@@ -6,6 +6,7 @@
 #include "engram/token_map.hpp"
 #include "model/exl3_experts.hpp"
 #include "model/rms_norm.hpp"
+#include "parallel/tp_comm.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace dsv41 {
@@ -52,6 +53,7 @@ std::unique_ptr<engram::NgramHasher> make_hasher(const std::string& dir, const T
 }  // namespace
 
 std::unique_ptr<Transformer> Transformer::load(const std::string& dir, size_t threads,
+                                               parallel::TpComm* comm,
                                                const std::string& exl3_plan) {
   std::unique_ptr<Transformer> m(new Transformer());
   Result<ModelConfig> cfg = ModelConfig::load(dir);
@@ -59,13 +61,16 @@ std::unique_ptr<Transformer> Transformer::load(const std::string& dir, size_t th
   m->cfg_ = std::move(cfg.value());
   const TextConfig& t = m->cfg_.text;
   m->ck_ = Checkpoint::open(dir);
+  const ShardPlan plan =
+      comm != nullptr ? ShardPlan::make(t, comm->rank(), comm->world()) : ShardPlan::make(t, 0, 1);
+  if (plan.sharded()) m->comm_ = comm;
   m->bank_ = open_expert_bank(dir, m->cfg_, exl3_plan);
   ModelWeights::ExternalExperts external;
   if (m->bank_) {
     const exl3::ExpertBank* bank = m->bank_.get();
     external = [bank](int layer, int expert) { return bank->find(layer, expert) != nullptr; };
   }
-  m->w_ = ModelWeights::bind(*m->ck_, m->cfg_, external);
+  m->w_ = ModelWeights::bind(*m->ck_, m->cfg_, &plan, external);
   if (!t.engram_layer_ids.empty()) m->hasher_ = make_hasher(dir, t);
   m->engram_slot_.assign(t.num_hidden_layers, -1);
   for (size_t i = 0; i < t.engram_layer_ids.size(); ++i)
@@ -106,8 +111,17 @@ std::unique_ptr<Transformer> Transformer::load(const std::string& dir, size_t th
 
 SequenceState Transformer::new_sequence(StateOptions opts) const {
   SequenceState st;
+  const int max_rollback = opts.max_rollback;
+  const int64_t max_context = opts.max_context;
   st.init(cfg_, std::move(opts));
+  if (mirror_) st.mirror = mirror_->open(max_rollback, max_context);
   return st;
+}
+
+void Transformer::enable_mirror() {
+  DSV41_CHECK(comm_ != nullptr && comm_->rank() == 0, kInvalidArgument,
+              "enable_mirror: only rank 0 of a tensor-parallel model drives a follower");
+  if (!mirror_) mirror_ = std::make_unique<SequenceMirror>(*comm_);
 }
 
 std::vector<int64_t> Transformer::engram_ids(const SequenceState& st, int64_t t0,
@@ -125,6 +139,16 @@ void Transformer::engram(int layer, int64_t T, float* H, const int64_t* hash_ids
       e, std::span<float>(H, n), std::span<const int64_t>(hash_ids, T * e.dims.n_cols),
       image_flags ? std::span<const uint8_t>(image_flags, T) : std::span<const uint8_t>(), T,
       shape_.norm_eps, pool_.get());
+}
+
+void Transformer::all_reduce(float* y, int64_t n, int layer, const char* site) const {
+  if (comm_ == nullptr) return;
+  const Status s = comm_->all_reduce_sum_f32(std::span<float>(y, static_cast<size_t>(n)));
+  if (!s.ok()) {
+    throw detail::Failure(s.code(),
+                          fmt::format("layer {} {} all-reduce: {}", layer, site, s.message()),
+                          __FILE__, __LINE__);
+  }
 }
 
 void Transformer::run_layer(int layer, int64_t T, int64_t pos0, float* H, std::vector<float>& pre,
@@ -146,6 +170,7 @@ void Transformer::run_layer(int layer, int64_t T, int64_t pos0, float* H, std::v
   rms_norm(x.data(), lw.attn_norm.data(), T, D, eps, xn.data());
   lw.attn.forward(xn.data(), T, pos0, st.attn, sel, y.data(), pool,
                   trace ? &trace->attention : nullptr);
+  all_reduce(y.data(), T * D, layer, "attention");  // partial sums over the ranks' heads
   hc_expand(y.data(), H, a, shape_, T, Hmid.data());
   if (trace) {
     trace->attn_collapsed = x;
@@ -158,6 +183,7 @@ void Transformer::run_layer(int layer, int64_t T, int64_t pos0, float* H, std::v
   rms_norm(x.data(), lw.ffn_norm.data(), T, D, eps, xn.data());
   moe_forward(lw.ffn, moe_, layer, xn.data(), T, image_flags, *experts_, pool, y.data(),
               trace ? &trace->routing : nullptr);
+  all_reduce(y.data(), T * D, layer, "ffn");  // routed + shared partial sums over the ranks
   hc_expand(y.data(), Hmid.data(), f, shape_, T, H);
   if (trace) {
     trace->ffn_collapsed = x;
@@ -175,8 +201,30 @@ std::vector<float> Transformer::head(const float* H, const std::vector<float>& p
   std::vector<float> x(T * D);
   hc_collapse(H, pre.data(), shape_, T, x.data());
   rms_norm(x.data(), w_->norm.data(), T, D, shape_.norm_eps, x.data());
-  std::vector<float> logits(T * cfg_.text.vocab_size);
-  w_->head.forward(x.data(), T, logits.data(), pool_.get());
+  const int64_t V = cfg_.text.vocab_size;
+  std::vector<float> logits(T * V);
+  if (comm_ == nullptr) {
+    w_->head.forward(x.data(), T, logits.data(), pool_.get());
+    return logits;
+  }
+  // Vocabulary shards: rank r computes logits [T, vocab_r] of its head rows, padded to
+  // vocab_per_rank columns; the all-gather stacks the ranks' [T, Vp] blocks in rank order.
+  const ShardPlan& sp = w_->plan;
+  const int64_t Vp = sp.vocab_per_rank, Vl = sp.vocab.size();
+  std::vector<float> mine(T * Vp, 0.0f), local(T * Vl), all(sp.world * T * Vp);
+  w_->head.forward(x.data(), T, local.data(), pool_.get());
+  for (int64_t t = 0; t < T; ++t) std::copy_n(&local[t * Vl], Vl, &mine[t * Vp]);
+  const Status s = comm_->all_gather(std::as_bytes(std::span<const float>(mine)),
+                                     std::as_writable_bytes(std::span<float>(all)));
+  if (!s.ok()) {
+    throw detail::Failure(s.code(), fmt::format("head all-gather: {}", s.message()), __FILE__,
+                          __LINE__);
+  }
+  for (int q = 0; q < sp.world; ++q) {
+    const ShardRange vr = ShardPlan::split(V, q, sp.world);
+    for (int64_t t = 0; t < T; ++t)
+      std::copy_n(&all[(q * T + t) * Vp], vr.size(), &logits[t * V + vr.begin]);
+  }
   return logits;
 }
 
@@ -191,7 +239,12 @@ std::vector<float> Transformer::forward(SequenceState& st, std::span<const int32
               "forward: positions up to {} exceed max_position_embeddings {}", st.pos + T,
               cfg_.text.max_position_embeddings);
   const int64_t pos0 = st.pos;
+  DSV41_CHECK(!mirror_ || st.mirror.mirror == mirror_.get(), kInvalidArgument,
+              "forward: this TP model drives a follower; use a state from its new_sequence()");
+  std::unique_lock<std::recursive_mutex> step;
+  if (mirror_) step = mirror_->hold();  // the op and this pass's collectives, uninterrupted
   st.attn.reserve_positions(pos0 + T);  // pool pages first: an error leaves the state unchanged
+  if (mirror_) mirror_->forward(st.mirror.id, pos0, ids, image_flags);
   // §3: every stream starts as the token embedding.
   std::vector<float> H(T * hc * D);
   for (int64_t t = 0; t < T; ++t) {

@@ -22,9 +22,15 @@
 #include "model/mhc.hpp"
 #include "model/model_weights.hpp"
 #include "model/moe.hpp"
+#include "model/sequence_mirror.hpp"
 #include "model/sequence_state.hpp"
+#include "model/shard_plan.hpp"
 
 namespace dsv41 {
+
+namespace parallel {
+class TpComm;
+}
 
 // Every golden debug tensor of one layer for T tokens
 // (tests/fixtures/golden/tiny40/README.md).
@@ -50,12 +56,19 @@ class Transformer {
   // plan selects (decoded on the fly, spec exl3-format.md §4) and the rest from the release FP4
   // tensors; `exl3_plan` picks the plan when there are several (exl3::find_plan_file). Plan/bank
   // errors name the plan, the bank file or the tensor.
+  //
+  // comm (optional, must outlive the model): tensor parallelism (docs/tp.md). With world W > 1
+  // this rank binds only its ShardPlan shard, all-reduces the attention and FFN outputs of
+  // every layer and all-gathers the logits; every rank must make the same forward() calls
+  // with the same inputs, in the same order, and gets the same logits.
   static std::unique_ptr<Transformer> load(const std::string& dir, size_t threads,
+                                           parallel::TpComm* comm = nullptr,
                                            const std::string& exl3_plan = "");
 
   const ModelConfig& config() const { return cfg_; }
   const Checkpoint& checkpoint() const { return *ck_; }
   const ModelWeights& weights() const { return *w_; }
+  const ShardPlan& plan() const { return w_->plan; }
   const engram::NgramHasher* hasher() const { return hasher_.get(); }
   // The EXL3 banks in use, nullptr for a release checkpoint.
   const exl3::ExpertBank* expert_bank() const { return bank_.get(); }
@@ -64,7 +77,12 @@ class Transformer {
   int64_t dim() const { return shape_.dim; }
 
   // opts.pool: the KV byte budget shared with other sequences (null = private, unbounded).
+  // Mirrored (enable_mirror): the follower creates the twin state.
   SequenceState new_sequence(StateOptions opts = {}) const;
+  // Rank 0 of a TP pair whose follower runs run_follower (tp_follower.hpp): from now on every
+  // SequenceState made by new_sequence() mirrors its changes to the follower, and forward()
+  // requires such a state. Without it both ranks must call forward() themselves in lockstep.
+  void enable_mirror();
   // Routed experts through `p` (must outlive the model); nullptr restores the
   // load-time default (checkpoint or EXL3 banks).
   void set_expert_provider(const ExpertProvider* p) { experts_ = p ? p : default_experts_.get(); }
@@ -96,6 +114,9 @@ class Transformer {
   Transformer() = default;
   void engram(int layer, int64_t T, float* H, const int64_t* hash_ids,
               const uint8_t* image_flags) const;
+  // The one reduction point of a sub-layer: y [n] summed over the ranks (no-op at world 1).
+  // Throws the TpComm's Status naming the layer and site.
+  void all_reduce(float* y, int64_t n, int layer, const char* site) const;
 
   ModelConfig cfg_;
   std::unique_ptr<Checkpoint> ck_;
@@ -105,6 +126,8 @@ class Transformer {
   std::unique_ptr<exl3::ExpertBank> bank_;
   std::unique_ptr<exl3::ExpertStore> store_;  // bank + native FP4, per projection
   std::unique_ptr<ExpertProvider> default_experts_;
+  parallel::TpComm* comm_ = nullptr;        // null or world 1: no collectives
+  std::unique_ptr<SequenceMirror> mirror_;  // rank 0 with a follower
   const ExpertProvider* experts_ = nullptr;
   HcShape shape_;
   MoeShape moe_;

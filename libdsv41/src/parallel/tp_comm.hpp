@@ -75,6 +75,11 @@ class TpComm {
   // (thread-safe; the engine calls it on shutdown or when another component
   // failed).
   virtual void abort(const std::string& reason) = 0;
+
+  // Ok while the link is usable; otherwise the Status that poisoned it (peer lost, heartbeat
+  // timeout, abort). Polls nothing: a watcher (the server's /health) may call it at any time
+  // from any thread.
+  virtual Status health() { return Status::ok(); }
 };
 
 // "all_reduce_sum_f32" etc.: the op names used in errors and on the wire.

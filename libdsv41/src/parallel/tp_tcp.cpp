@@ -119,6 +119,11 @@ class TpTcpComm final : public TpComm {
     poison(Status(ErrorCode::kAborted, "TP aborted locally: " + reason), reason);
   }
 
+  Status health() override {
+    std::lock_guard lock(mu_);
+    return failure_;
+  }
+
  private:
   // Sends this rank's frame for the next seq and returns the peer's, checked to
   // be the same op with the same size. The peer's payload is `logical` bytes,
@@ -207,7 +212,11 @@ class TpTcpComm final : public TpComm {
       failure_ = std::move(s);
     }
     cv_.notify_all();
-    std::unique_lock send_lock(send_mu_, std::try_to_lock);
+    // Wait a little for a heartbeat or another rank's frame to leave the wire (never blocks:
+    // a sender stuck mid-frame keeps the lock, then only the shutdown below tells the peer).
+    std::unique_lock send_lock(send_mu_, std::defer_lock);
+    for (int i = 0; i < 200 && !send_lock.try_lock(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     if (send_lock.owns_lock() && !mid_frame_) {
       FrameHeader h{kFrameMagic, FrameType::kAbort, TpOp::kBarrier, 0, 0, 0, 0, reason.size()};
       StopCheck none;

@@ -5,12 +5,22 @@
 
 #include "core/check.hpp"
 #include "core/tunables.hpp"
+#include "model/tp_follower.hpp"
 #include "runtime/model_impl.hpp"
+#include "runtime/tp_link.hpp"
 
 namespace dsv41 {
 
 Status ModelParams::validate() const {
-  if (model_dir.empty()) return Status(ErrorCode::kInvalidArgument, "ModelParams.model_dir is empty");
+  if (model_dir.empty())
+    return Status(ErrorCode::kInvalidArgument, "ModelParams.model_dir is empty");
+  if (tp.world < 1)
+    return Status(ErrorCode::kInvalidArgument,
+                  "ModelParams.tp.world = " + std::to_string(tp.world) + " must be 1 or 2");
+  if (tp.world > 1) {
+    if (Status s = tp_params(tp).validate(); !s.is_ok())
+      return Status(s.code(), "ModelParams.tp: " + s.message());
+  }
   if (threads < 0)
     return Status(ErrorCode::kInvalidArgument,
                   "ModelParams.threads = " + std::to_string(threads) + " must be >= 0");
@@ -34,7 +44,8 @@ ModelInfo describe(const Transformer& t, const std::string& dir) {
   // index_head_dim/2 + index_head_dim/32 (68 B).
   info.state_fixed_bytes =
       int64_t{x.num_hidden_layers} * x.sliding_window * (x.head_dim + x.head_dim / 32);
-  const double entry = x.head_dim / 2 + x.head_dim / 16 + x.index_head_dim / 2 + x.index_head_dim / 32;
+  const double entry =
+      x.head_dim / 2 + x.head_dim / 16 + x.index_head_dim / 2 + x.index_head_dim / 32;
   for (const LayerRole& r : c.roles)
     if (r.kv_source) info.state_bytes_per_token += entry / r.ratio;
   return info;
@@ -59,8 +70,10 @@ Result<Model> Model::load(const ModelParams& params) {
     const Tunables tun = Tunables::from_environment();
     int threads = params.threads;
     if (threads == 0) threads = static_cast<int>(tun.get_int("DSV41_THREADS"));
+    if (params.tp.world > 1) impl->comm = connect_tp_link(params.model_dir, params.tp);
     impl->transformer = Transformer::load(params.model_dir, static_cast<size_t>(threads),
-                                          tun.get_string("DSV41_EXL3_PLAN"));
+                                          impl->comm.get(), tun.get_string("DSV41_EXL3_PLAN"));
+    if (impl->comm && impl->comm->rank() == 0) impl->transformer->enable_mirror();
     const std::string tok = params.model_dir + "/tokenizer.json";
     if (file_exists(tok)) impl->tokenizer = Tokenizer::load(tok);
     impl->info = describe(*impl->transformer, params.model_dir);
@@ -75,6 +88,20 @@ Model& Model::operator=(Model&&) noexcept = default;
 Model::~Model() = default;
 
 const ModelInfo& Model::info() const { return impl_->info; }
+
+Status Model::tp_health() const { return impl_->comm ? impl_->comm->health() : Status::ok(); }
+
+std::function<Status()> Model::tp_health_probe() const {
+  return [impl = impl_] { return impl->comm ? impl->comm->health() : Status::ok(); };
+}
+
+Status Model::run_tp_follower(const std::atomic<bool>* stop) const {
+  if (!impl_->comm || impl_->comm->rank() == 0)
+    return Status(ErrorCode::kInvalidArgument,
+                  "run_tp_follower: this model is not a follower rank (TensorParallelParams.rank "
+                  "must be >= 1 with world 2)");
+  return run_follower(*impl_->transformer, *impl_->comm, stop);
+}
 
 Result<std::vector<int32_t>> Model::tokenize(std::string_view text, bool parse_special) const {
   if (!impl_->tokenizer)

@@ -8,11 +8,13 @@
 #include "dsv41/session.hpp"
 #include "model/sequence_state.hpp"
 #include "model/transformer.hpp"
+#include "parallel/tp_comm.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace dsv41 {
 
 struct Model::Impl {
+  std::unique_ptr<parallel::TpComm> comm;  // world 2 only; outlives the transformer
   std::unique_ptr<Transformer> transformer;
   std::unique_ptr<Tokenizer> tokenizer;  // null when the model directory has no tokenizer.json
   ModelInfo info;
@@ -29,7 +31,6 @@ int64_t state_bytes(const ModelInfo& info, int64_t tokens);
 
 // The shared append path of Session and Engine: validates ids and the context limit, then runs
 // forward in chunks of params.chunk_tokens. Throws detail::Failure (nothing committed on error).
-std::vector<float> session_append(Session::Impl& s, std::span<const int32_t> ids,
-                                  bool all_logits);
+std::vector<float> session_append(Session::Impl& s, std::span<const int32_t> ids, bool all_logits);
 
 }  // namespace dsv41

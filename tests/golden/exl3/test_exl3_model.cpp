@@ -332,9 +332,9 @@ TEST_CASE("exl3 model: load errors name the plan, bank file and tensor", "[golde
     CHECK(code == ErrorCode::kInvalidArgument);
     CHECK_THAT(msg, Catch::Contains("2 plans (other.json, plan.json); choose one with "
                                     "DSV41_EXL3_PLAN"));
-    CHECK(Transformer::load(t.exl3_dir, 1, "plan")->expert_bank() != nullptr);
-    CHECK(Transformer::load(t.exl3_dir, 1, t.exl3_dir + "/exl3/plan/other.json")->expert_bank());
-    CHECK_THROWS_WITH(Transformer::load(t.exl3_dir, 1, "nope"),
+    CHECK(Transformer::load(t.exl3_dir, 1, nullptr, "plan")->expert_bank() != nullptr);
+    CHECK(Transformer::load(t.exl3_dir, 1, nullptr, t.exl3_dir + "/exl3/plan/other.json")->expert_bank());
+    CHECK_THROWS_WITH(Transformer::load(t.exl3_dir, 1, nullptr, "nope"),
                       Catch::Contains("EXL3 plan 'nope' (DSV41_EXL3_PLAN / --plan) is neither"));
   }
 }

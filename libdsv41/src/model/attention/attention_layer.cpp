@@ -27,7 +27,7 @@ void for_range(ThreadPool* pool, int64_t n, Fn&& fn) {
 }  // namespace
 
 AttentionLayer AttentionLayer::bind(const Checkpoint& ck, const ModelConfig& cfg, int layer,
-                                    const RopeTables& rope) {
+                                    const RopeTables& rope, const ShardPlan* plan) {
   const TextConfig& t = cfg.text;
   DSV41_CHECK(layer >= 0 && layer < static_cast<int>(cfg.roles.size()), kInvalidArgument,
               "attention layer {} is outside the {} configured layers", layer, cfg.roles.size());
@@ -56,15 +56,27 @@ AttentionLayer AttentionLayer::bind(const Checkpoint& ck, const ModelConfig& cfg
 
   const std::string p = "layers." + std::to_string(layer) + ".attn.";
   const int64_t hd = int64_t{a.n_heads_} * a.head_dim_;
+  const ShardPlan whole = ShardPlan::make(t, 0, 1);
+  const ShardPlan& sp = plan != nullptr ? *plan : whole;
+  a.head0_ = static_cast<int>(sp.heads.begin);
+  a.local_heads_ = static_cast<int>(sp.heads.size());
+  a.group0_ = static_cast<int>(sp.groups.begin);
+  a.local_groups_ = static_cast<int>(sp.groups.size());
+  const int64_t D = a.head_dim_, L = a.o_lora_;
   a.wq_a_ = Linear::bind(ck, p + "wq_a", a.q_lora_, a.hidden_, cfg.quant);
   a.q_norm_ = load_vector(ck, p + "q_norm.weight", a.q_lora_);
-  a.wq_b_ = Linear::bind(ck, p + "wq_b", hd, a.q_lora_, cfg.quant);
+  // Head h is rows [h·D, (h+1)·D) of wq_b; group g is rows [g·L, (g+1)·L) of wo_a and columns
+  // [g·L, (g+1)·L) of wo_b.
+  a.wq_b_ = Linear::bind(ck, p + "wq_b", hd, a.q_lora_, cfg.quant)
+                .slice(sp.heads.begin * D, sp.heads.end * D, 0, a.q_lora_, p + "wq_b");
   a.wkv_ = Linear::bind(ck, p + "wkv", a.head_dim_, a.hidden_, cfg.quant);
   a.kv_norm_ = load_vector(ck, p + "kv_norm.weight", a.head_dim_);
-  a.wo_a_ =
-      Linear::bind(ck, p + "wo_a", int64_t{a.o_groups_} * a.o_lora_, hd / a.o_groups_, cfg.quant);
-  a.wo_b_ = Linear::bind(ck, p + "wo_b", a.hidden_, int64_t{a.o_groups_} * a.o_lora_, cfg.quant);
-  a.sink_ = load_vector(ck, p + "attn_sink", a.n_heads_);
+  a.wo_a_ = Linear::bind(ck, p + "wo_a", int64_t{a.o_groups_} * L, hd / a.o_groups_, cfg.quant)
+                .slice(sp.groups.begin * L, sp.groups.end * L, 0, hd / a.o_groups_, p + "wo_a");
+  a.wo_b_ = Linear::bind(ck, p + "wo_b", a.hidden_, int64_t{a.o_groups_} * L, cfg.quant)
+                .slice(0, a.hidden_, sp.groups.begin * L, sp.groups.end * L, p + "wo_b");
+  const std::vector<float> sink = load_vector(ck, p + "attn_sink", a.n_heads_);
+  a.sink_.assign(sink.begin() + sp.heads.begin, sink.begin() + sp.heads.end);
   a.has_compressor_ = a.role_.kv_source;
   a.has_indexer_ = a.role_.index_source;
   if (a.has_compressor_) a.compressor_ = Compressor::bind(ck, cfg, layer);
@@ -147,7 +159,9 @@ void AttentionLayer::forward(const float* x, int64_t T, int64_t pos0, AttentionS
                              StepSelections& sel, float* out, ThreadPool* pool,
                              AttentionTrace* trace) const {
   const int l = role_.layer;
-  const int64_t H = n_heads_, D = head_dim_, R = rope_dim_, W = window_;
+  // H: the query heads this layer holds (all of them unless tensor-parallel); local head h is
+  // model head head0_ + h.
+  const int64_t H = local_heads_, D = head_dim_, R = rope_dim_, W = window_;
   DSV41_CHECK(l < static_cast<int>(st.window.size()) && l < static_cast<int>(st.source.size()),
               kInvalidArgument, "layer {}: the attention state holds {} layers (init() not run?)",
               l, st.window.size());
@@ -251,7 +265,9 @@ void AttentionLayer::forward(const float* x, int64_t T, int64_t pos0, AttentionS
   });
 
   // Step 7: z_g = u_g·Wo_a[g]ᵀ (u_g = heads of group g, [T, H·D/G]); out = [z_0..z_G-1]·Wo_bᵀ.
-  const int64_t G = o_groups_, gin = H * D / G;
+  // Sharded: g runs over the local groups (wo_a_ / wo_b_ hold only their rows / columns), out is
+  // this rank's partial sum.
+  const int64_t G = local_groups_, gin = int64_t{n_heads_} * D / o_groups_;
   std::vector<float> u(T * gin), zg(T * o_lora_), z(T * G * o_lora_);
   for (int64_t g = 0; g < G; ++g) {
     for (int64_t t = 0; t < T; ++t)

@@ -28,6 +28,7 @@
 #include "model/attention/indexer.hpp"
 #include "model/attention/rope.hpp"
 #include "model/linear.hpp"
+#include "model/shard_plan.hpp"
 
 namespace dsv41 {
 
@@ -38,12 +39,16 @@ class AttentionLayer {
  public:
   // Binds `layers.{layer}.attn.{wq_a, q_norm, wq_b, wkv, kv_norm, wo_a, wo_b, attn_sink}` and
   // the compressor / indexer tensors of the layer's role. `rope` must outlive the layer.
+  // plan (optional, docs/tp.md): a tensor-parallel rank keeps only its output groups and their
+  // query heads (wq_b rows, attn_sink, wo_a rows, wo_b columns); forward() then returns this
+  // rank's partial sum of the output, to be all-reduced. Null = the whole layer.
   static AttentionLayer bind(const Checkpoint& ck, const ModelConfig& cfg, int layer,
-                             const RopeTables& rope);
+                             const RopeTables& rope, const ShardPlan* plan = nullptr);
 
   const LayerRole& role() const { return role_; }
 
-  // x: attention input (attn_norm output) [T, hidden]; out: [T, hidden]. Requires
+  // x: attention input (attn_norm output) [T, hidden]; out: [T, hidden] (a sharded layer: the
+  // partial sum over its heads' groups). Requires
   // pos0 == st.window[layer].next_pos (and, on KV sources, == st.source[layer].next_pos()).
   // trace (optional): index scores / candidate block scores of an index source.
   void forward(const float* x, int64_t T, int64_t pos0, AttentionSequenceState& st,
@@ -60,6 +65,9 @@ class AttentionLayer {
   int64_t hidden_ = 0;
   int n_heads_ = 0, head_dim_ = 0, rope_dim_ = 0, q_lora_ = 0;
   int o_groups_ = 0, o_lora_ = 0, window_ = 0;
+  // The shard this layer holds (ShardPlan): heads [head0_, head0_ + local_heads_) and output
+  // groups [group0_, group0_ + local_groups_); the whole layer unless tensor-parallel.
+  int head0_ = 0, local_heads_ = 0, group0_ = 0, local_groups_ = 0;
   int index_topk_ = 0, cand_blocks_ = 0, cand_block_size_ = 0;
   float eps_ = 0;
   const float* inv_freq_ = nullptr;           // this layer's q/k table (main or compress)

@@ -1,0 +1,97 @@
+#include "model/tp_follower.hpp"
+
+#include <map>
+#include <vector>
+
+#include "core/check.hpp"
+#include "model/sequence_mirror.hpp"
+#include "model/transformer.hpp"
+#include "parallel/tp_comm.hpp"
+
+namespace dsv41 {
+namespace {
+
+// The follower waits for rank 0's next op as long as the link lives (idle servers); the
+// heartbeat, not this timeout, detects a dead or stalled rank 0.
+constexpr std::chrono::hours kIdleWait{24 * 365};
+
+SequenceState& find(std::map<uint64_t, SequenceState>& seqs, uint64_t id, const char* op) {
+  auto it = seqs.find(id);
+  DSV41_CHECK(it != seqs.end(), kInternal, "TP follower: {} of unknown sequence {}", op, id);
+  return it->second;
+}
+
+template <typename T>
+void recv(parallel::TpComm& comm, std::vector<T>& buf) {
+  const Status s = comm.broadcast(std::as_writable_bytes(std::span(buf)), 0);
+  if (!s.is_ok()) throw detail::Failure(s.code(), s.message(), __FILE__, __LINE__);
+}
+
+}  // namespace
+
+Status run_follower(const Transformer& model, parallel::TpComm& comm,
+                    const std::atomic<bool>* stop) {
+  std::map<uint64_t, SequenceState> seqs;
+  for (;;) {
+    MirrorHeader h;
+    Status s =
+        comm.broadcast(std::as_writable_bytes(std::span(&h, 1)), 0,
+                       {std::chrono::duration_cast<std::chrono::milliseconds>(kIdleWait), stop});
+    if (!s.is_ok()) {
+      if (stop != nullptr && stop->load()) {
+        comm.abort("follower rank stopped");
+        return Status(ErrorCode::kCancelled, "TP follower stopped");
+      }
+      return s;
+    }
+    if (h.op == MirrorOp::kStop) return Status::ok();
+    Status applied = detail::capture_status([&] {
+      switch (h.op) {
+        case MirrorOp::kNew: {
+          DSV41_CHECK(!seqs.count(h.id), kInternal, "TP follower: sequence {} exists", h.id);
+          seqs.emplace(h.id,
+                       model.new_sequence(StateOptions{.max_rollback = static_cast<int>(h.arg),
+                                                       .max_context = h.max_context}));
+          break;
+        }
+        case MirrorOp::kFork: {
+          const SequenceState& from = find(seqs, static_cast<uint64_t>(h.arg), "fork");
+          SequenceState copy = from;
+          seqs.insert_or_assign(h.id, std::move(copy));
+          break;
+        }
+        case MirrorOp::kRelease:
+          seqs.erase(h.id);
+          break;
+        case MirrorOp::kReset:
+          find(seqs, h.id, "reset").reset();
+          break;
+        case MirrorOp::kRollback:
+          find(seqs, h.id, "rollback").rollback(h.arg);
+          break;
+        case MirrorOp::kForward: {
+          std::vector<int32_t> ids(h.n_tokens);
+          std::vector<uint8_t> flags(h.has_flags ? h.n_tokens : 0);
+          recv(comm, ids);
+          if (h.has_flags) recv(comm, flags);
+          SequenceState& st = find(seqs, h.id, "forward");
+          DSV41_CHECK(st.pos == h.pos0, kInternal,
+                      "TP follower: sequence {} is at position {}, rank 0 forwards from {}", h.id,
+                      st.pos, h.pos0);
+          (void)model.forward(st, ids, flags);
+          break;
+        }
+        default:
+          DSV41_FAIL(kCorruptFile, "TP follower: unknown op {}", static_cast<uint32_t>(h.op));
+      }
+    });
+    if (!applied.is_ok()) {
+      Status link = comm.health();
+      if (!link.is_ok()) return link;  // the link failed inside the op
+      comm.abort(applied.message());
+      return applied;
+    }
+  }
+}
+
+}  // namespace dsv41

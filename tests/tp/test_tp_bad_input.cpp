@@ -1,0 +1,95 @@
+// Bad tensor-parallel input gets a clear error naming what is wrong (docs/tp.md): server flags,
+// ModelParams.tp, and a follower receiving ops it cannot apply (it aborts the link with the
+// reason, so rank 0 fails at once instead of waiting for a collective).
+#include <catch2/catch.hpp>
+#include <future>
+
+#include "config.hpp"
+#include "dsv41/model.hpp"
+#include "model/sequence_mirror.hpp"
+#include "model/tp_follower.hpp"
+#include "model/transformer.hpp"
+#include "parallel/tp_tcp.hpp"
+#include "support/fixtures.hpp"
+#include "tp_script.hpp"
+
+using namespace dsv41;
+
+namespace {
+
+Status parse(std::vector<std::string> args) {
+  args.insert(args.begin(), {"dsv41-server", "--model", "m"});
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  Result<server::ParsedArgs> r = server::parse_args(static_cast<int>(argv.size()), argv.data());
+  if (!r) return r.status();
+  return r->config.validate();
+}
+
+}  // namespace
+
+TEST_CASE("tp bad input: server flags are checked, naming the flag", "[tp][server]") {
+  REQUIRE(parse({}).is_ok());
+  REQUIRE(parse({"--rank", "0", "--peer", "10.231.0.2", "--tp-bind", "10.231.0.1"}).is_ok());
+  REQUIRE(parse({"--rank", "1"}).message() == "--rank (DSV41_RANK) = 1 needs --peer");
+  REQUIRE(parse({"--rank", "2", "--peer", "10.231.0.1", "--tp-bind", "10.231.0.2"}).message() ==
+          "--rank (DSV41_RANK) = 2 must be 0 or 1");
+  REQUIRE(parse({"--rank", "1", "--peer", "10.231.0.1:29500"}).message() ==
+          "--tp-bind (DSV41_TP_BIND) is required with --peer (this rank's address)");
+  REQUIRE(parse({"--peer", "10.231.0.1:x", "--tp-bind", "10.231.0.2"}).message() ==
+          "--peer (DSV41_PEER) = '10.231.0.1:x': port 'x' must be in [1, 65535]");
+  REQUIRE(parse({"--peer", "10.231.0.1", "--tp-bind", "10.231.0.2", "--tp-port", "0"}).message() ==
+          "--tp-port (DSV41_TP_PORT) = 0 must be in [1, 65535]");
+  REQUIRE(
+      parse({"--peer", "10.231.0.1", "--tp-bind", "10.231.0.2", "--tp-heartbeat-timeout-ms", "50"})
+          .message() ==
+      "--tp-heartbeat-timeout-ms (DSV41_TP_HEARTBEAT_TIMEOUT_MS) = 50 must "
+      "be >= 100");
+}
+
+TEST_CASE("tp bad input: ModelParams.tp is validated before anything loads", "[tp][runtime]") {
+  ModelParams mp;
+  mp.model_dir = test::fixture("golden/tiny8");
+  mp.tp.world = 0;
+  REQUIRE(Model::load(mp).status().message() == "ModelParams.tp.world = 0 must be 1 or 2");
+  mp.tp.world = 2;
+  mp.tp.rank = 1;
+  mp.tp.bind_address = "0.0.0.0";
+  mp.tp.peer_address = "10.231.0.1";
+  const Status s = Model::load(mp).status();
+  REQUIRE(s.code() == ErrorCode::kInvalidArgument);
+  REQUIRE_THAT(s.message(), Catch::StartsWith("ModelParams.tp: "));
+  REQUIRE_THAT(s.message(), Catch::Contains("bind_address"));
+  mp.tp = {};
+  REQUIRE(Model::load(mp)->run_tp_follower().code() == ErrorCode::kInvalidArgument);
+}
+
+TEST_CASE("tp bad input: a follower refuses an op it cannot apply and aborts the link",
+          "[tp][model]") {
+  const std::string dir = test::fixture("golden/tiny8");
+  const uint16_t port = tp_test::free_port();
+  auto follower = std::async(std::launch::async, [&]() -> Status {
+    auto comm =
+        parallel::connect_tp_tcp(tp_test::loopback_params(1, port), tp_test::test_handshake());
+    if (!comm) return comm.status();
+    std::unique_ptr<Transformer> m = Transformer::load(dir, 1, comm->get());
+    return run_follower(*m, **comm, nullptr);
+  });
+  auto comm =
+      parallel::connect_tp_tcp(tp_test::loopback_params(0, port), tp_test::test_handshake());
+  REQUIRE(comm.is_ok());
+  // A forward of a sequence the follower never saw created.
+  MirrorHeader h;
+  h.op = MirrorOp::kForward;
+  h.id = 42;
+  h.n_tokens = 1;
+  REQUIRE((*comm)->broadcast(std::as_writable_bytes(std::span(&h, 1)), 0).is_ok());
+  int32_t tok = 5;
+  REQUIRE((*comm)->broadcast(std::as_writable_bytes(std::span(&tok, 1)), 0).is_ok());
+  const Status fs = follower.get();
+  REQUIRE(fs.message() == "TP follower: forward of unknown sequence 42");
+  // Rank 0's next call fails with the follower's reason.
+  const Status s0 = (*comm)->barrier();
+  REQUIRE(s0.code() == ErrorCode::kAborted);
+  REQUIRE_THAT(s0.message(), Catch::Contains("forward of unknown sequence 42"));
+}

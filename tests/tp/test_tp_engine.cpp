@@ -1,0 +1,220 @@
+// Rank 0 drives a follower rank (docs/tp.md "Rank processes") through the public API: two
+// Models in two threads over TpTcp on loopback; rank 0's Engine (chunked prefill interleaved
+// with decode, prefix-cache copies) gives the oracle's greedy tokens while rank 1 only runs
+// Model::run_tp_follower. Mismatched settings are refused on both ranks; a follower that stops
+// mid-generation ends rank 0's request with an error at once and tp_health() reports it.
+#include <catch2/catch.hpp>
+#include <condition_variable>
+#include <future>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "dsv41/engine.hpp"
+#include "dsv41/model.hpp"
+#include "dsv41/session.hpp"
+#include "golden/model/golden_case.hpp"
+#include "support/fixtures.hpp"
+#include "tp_script.hpp"
+
+using namespace dsv41;
+
+namespace {
+
+ModelParams rank_params(int rank, uint16_t port, const std::string& kv = "1000000000") {
+  ModelParams mp;
+  mp.model_dir = test::fixture("golden/tiny8");
+  mp.threads = 1;
+  mp.tp.world = 2;
+  mp.tp.rank = rank;
+  mp.tp.bind_address = rank == 0 ? "127.0.0.1" : "127.0.0.2";
+  mp.tp.peer_address = rank == 0 ? "127.0.0.2" : "127.0.0.1";
+  mp.tp.port = port;
+  mp.tp.connect_timeout_ms = 10000;
+  mp.tp.heartbeat_interval_ms = 100;
+  mp.tp.heartbeat_timeout_ms = 2000;
+  mp.tp.settings = {{"kv_bytes", kv}, {"max_sequences", "2"}};
+  return mp;
+}
+
+struct Collector {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<RequestId, std::vector<int32_t>> tokens;
+  std::map<RequestId, GenerationEvent> done;
+  EventCallback callback() {
+    return [this](const GenerationEvent& ev) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (ev.kind == GenerationEvent::Kind::kToken) {
+        tokens[ev.id].push_back(ev.token);
+      } else {
+        done[ev.id] = ev;
+      }
+      cv.notify_all();
+    };
+  }
+  bool wait(RequestId id, std::chrono::milliseconds limit, GenerationEvent* ev) {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, limit, [&] { return done.count(id) > 0; })) return false;
+    *ev = done[id];
+    return true;
+  }
+};
+
+GenerationRequest greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.sampling.temperature = 0.0f;
+  r.stop.max_tokens = max_tokens;
+  r.stop.ignore_eos = true;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("tp engine: rank 0's Engine with a follower gives the oracle's greedy tokens",
+          "[tp][runtime]") {
+  test::GoldenCase g("tiny8");
+  const auto p1 = g.i32("prompt1.input_ids");
+  const auto want = g.i32("greedy.tokens");
+  const uint16_t port = tp_test::free_port();
+  auto follower = std::async(std::launch::async, [&]() -> Status {
+    Result<Model> m = Model::load(rank_params(1, port));
+    if (!m) return m.status();
+    return m->run_tp_follower();
+  });
+  {
+    Result<Model> m = Model::load(rank_params(0, port));
+    REQUIRE(m.is_ok());
+    EngineParams ep;
+    ep.max_sequences = 2;
+    ep.max_batched_tokens = 16;  // chunked prefill interleaved with decode
+    Result<Engine> engine = Engine::create(*m, ep);
+    REQUIRE(engine.is_ok());
+    Collector c;
+    std::vector<RequestId> ids;
+    for (int i = 0; i < 3; ++i) ids.push_back(*engine->submit(greedy(p1, 12), c.callback()));
+    for (RequestId id : ids) {
+      GenerationEvent ev;
+      REQUIRE(c.wait(id, std::chrono::seconds(120), &ev));
+      INFO(ev.status.to_string());
+      REQUIRE(ev.status.is_ok());
+      REQUIRE(c.tokens[id] == want);
+    }
+    // A prefix-cache hit: the follower forks its copy of the cached state too.
+    std::vector<int32_t> longer = p1;
+    longer.insert(longer.end(), want.begin(), want.begin() + 4);
+    RequestId id = *engine->submit(greedy(longer, 8), c.callback());
+    GenerationEvent ev;
+    REQUIRE(c.wait(id, std::chrono::seconds(120), &ev));
+    REQUIRE(ev.status.is_ok());
+    REQUIRE(ev.cached_tokens >= 37);
+    REQUIRE(c.tokens[id] == std::vector<int32_t>(want.begin() + 4, want.end()));
+    REQUIRE(m->tp_health().is_ok());
+  }  // rank 0's model is destroyed: the follower is told to stop
+  REQUIRE(follower.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  const Status fs = follower.get();
+  INFO(fs.to_string());
+  REQUIRE(fs.is_ok());
+}
+
+TEST_CASE("tp engine: a settings mismatch is refused on both ranks naming the key",
+          "[tp][runtime]") {
+  const uint16_t port = tp_test::free_port();
+  auto r1 = std::async(std::launch::async,
+                       [&] { return Model::load(rank_params(1, port, "2000000000")).status(); });
+  const Status s0 = Model::load(rank_params(0, port)).status();
+  const Status s1 = r1.get();
+  const std::string want =
+      "TP ranks disagree on setting 'kv_bytes': rank 0 has '1000000000', rank 1 has "
+      "'2000000000'";
+  REQUIRE(s0.code() == ErrorCode::kInvalidArgument);
+  REQUIRE(s0.message() == want);
+  REQUIRE(s1.message() == want);
+}
+
+TEST_CASE("tp engine: the follower stopping mid-generation ends rank 0's request at once",
+          "[tp][runtime]") {
+  test::GoldenCase g("tiny8");
+  const auto p1 = g.i32("prompt1.input_ids");
+  const uint16_t port = tp_test::free_port();
+  std::atomic<bool> stop{false};
+  auto follower = std::async(std::launch::async, [&]() -> Status {
+    Result<Model> m = Model::load(rank_params(1, port));
+    if (!m) return m.status();
+    return m->run_tp_follower(&stop);
+  });
+  Result<Model> m = Model::load(rank_params(0, port));
+  REQUIRE(m.is_ok());
+  Result<Engine> engine = Engine::create(*m, EngineParams{});
+  REQUIRE(engine.is_ok());
+  Collector c;
+  RequestId id = *engine->submit(greedy(p1, 100000), c.callback());
+  for (int i = 0; i < 200; ++i) {  // wait for a few generated tokens
+    {
+      std::lock_guard<std::mutex> lock(c.mu);
+      if (c.tokens[id].size() >= 3) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  stop = true;
+  GenerationEvent ev;
+  REQUIRE(c.wait(id, std::chrono::seconds(10), &ev));
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("request ended %.2f s after the follower stopped: %s\n", s,
+              ev.status.to_string().c_str());
+  REQUIRE_FALSE(ev.status.is_ok());
+  REQUIRE(ev.status.code() == ErrorCode::kAborted);
+  REQUIRE_THAT(ev.status.message(), Catch::Contains("peer rank 1 (127.0.0.2)"));
+  REQUIRE_FALSE(m->tp_health().is_ok());
+  REQUIRE(follower.get().code() == ErrorCode::kCancelled);
+}
+
+TEST_CASE("tp engine: Sessions on rank 0 used from several threads at once stay in lockstep",
+          "[tp][runtime]") {
+  test::GoldenCase g("tiny8");
+  const auto p1 = g.i32("prompt1.input_ids");
+  const auto p2 = g.i32("prompt2.input_ids");
+  const int64_t V = 600;
+  auto last_row = [&](const std::vector<float>& l) {
+    return std::vector<float>(l.end() - V, l.end());
+  };
+  // The same calls on rank 0 alone and with a follower give the same logits rows (TP=2 vs TP=1
+  // differences as in docs/tp.md; the argmax must agree).
+  const uint16_t port = tp_test::free_port();
+  auto follower = std::async(std::launch::async, [&]() -> Status {
+    Result<Model> m = Model::load(rank_params(1, port));
+    if (!m) return m.status();
+    return m->run_tp_follower();
+  });
+  {
+    Result<Model> m = Model::load(rank_params(0, port));
+    REQUIRE(m.is_ok());
+    std::vector<std::vector<float>> got(4);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; ++i) {
+      threads.emplace_back([&, i] {
+        Result<Session> s = Session::create(*m);
+        if (!s) return;
+        const auto& ids = i % 2 ? p1 : p2;
+        for (int rep = 0; rep < 2; ++rep) {  // forward, fork + destroy, reset, again
+          Result<std::vector<float>> l = s->append(ids);
+          if (!l) return;
+          got[i] = last_row(*l);
+          Result<Session> f = s->fork();
+          s->reset();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < 4; ++i) {
+      const std::vector<float>& want = last_row(g.f32(i % 2 ? "prompt1.logits" : "prompt2.logits"));
+      REQUIRE(got[i].size() == static_cast<size_t>(V));
+      REQUIRE(test::argmax(got[i].data(), V) == test::argmax(want.data(), V));
+      REQUIRE(test::max_abs_diff(got[i].data(), want.data(), V) <= 2e-3);
+    }
+    REQUIRE(m->tp_health().is_ok());
+  }
+  REQUIRE(follower.get().is_ok());
+}
