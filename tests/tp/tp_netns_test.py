@@ -84,7 +84,10 @@ class Fabric:
 
 
 class Proc:
+    started = []  # every process of the test, killed at the end whatever happened
+
     def __init__(self, args):
+        Proc.started.append(self)
         self.args = args
         self.p = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.log = []
@@ -279,6 +282,10 @@ def main():
         test_server(fab, base + 1)
         test_mismatch(fab, base + 2)
     finally:
+        for p in Proc.started:
+            if p.p.poll() is None:
+                p.p.kill()
+                p.p.wait()
         fab.cleanup()
         if fab.ns:
             left = ip("netns", "list").stdout
