@@ -14,3 +14,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
 fi
+
+# Pinned Node test clients (tests/server/node/package-lock.json) for the server:node tests.
+node_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/server/node"
+if command -v npm >/dev/null 2>&1; then
+  if [ ! -d "$node_dir/node_modules" ] || [ "$node_dir/package-lock.json" -nt "$node_dir/node_modules" ]; then
+    (cd "$node_dir" && npm ci --no-audit --no-fund --ignore-scripts && touch node_modules)
+  fi
+else
+  echo "setup.sh: npm not found; the server:node tests will fail until Node/npm are installed" >&2
+fi

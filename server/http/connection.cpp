@@ -2,7 +2,10 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
+#include <sys/socket.h>
+
 #include <cctype>
+#include <cerrno>
 
 #include "api/api_errors.hpp"
 #include "http/listener.hpp"
@@ -100,6 +103,7 @@ void Connection::dispatch() {
   http::request<http::string_body> req = parser_->release();
   keep_alive_ = req.keep_alive() && !closing_;
   HttpResponse res = api_.handle(to_request(std::move(req)));
+  ++exchange_;
   if (!res.channel) return write_plain(std::move(res), !keep_alive_);
   channel_ = res.channel;
   streaming_ = true;
@@ -224,15 +228,23 @@ void Connection::arm_keepalive() {
 
 void Connection::watch_disconnect() {
   // Readable while a response is pending means EOF/reset (client gone) or a pipelined request.
-  stream_.socket().async_wait(tcp::socket::wait_read,
-                              [self = shared_from_this()](beast::error_code ec) {
-                                if (ec || !self->streaming_ || self->closed_) return;
-                                char byte;
-                                beast::error_code pe;
-                                const size_t n = self->stream_.socket().receive(
-                                    net::buffer(&byte, 1), tcp::socket::message_peek, pe);
-                                if (pe || n == 0) self->client_gone();
-                              });
+  // The wait belongs to one exchange: a completion left over from an earlier exchange on this
+  // keep-alive connection is ignored. The peek never blocks (MSG_DONTWAIT on the raw socket): a
+  // readiness whose bytes were already consumed by the request reader must not park an I/O thread
+  // in recv() (that was the intermittent non-stream hang: the strand, and the thread, stayed
+  // blocked until the client timed out). Nothing to read yet re-arms the wait.
+  const uint64_t exchange = exchange_;
+  stream_.socket().async_wait(
+      tcp::socket::wait_read, [self = shared_from_this(), exchange](beast::error_code ec) {
+        if (ec || exchange != self->exchange_ || !self->streaming_ || self->closed_) return;
+        char byte;
+        const ssize_t n = ::recv(self->stream_.socket().native_handle(), &byte, 1,
+                                 MSG_PEEK | MSG_DONTWAIT);
+        if (n > 0) return;  // a pipelined request: read after this response
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+          return self->watch_disconnect();
+        self->client_gone();  // 0 = orderly EOF, < 0 = reset or another socket error
+      });
 }
 
 void Connection::client_gone() {

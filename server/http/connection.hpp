@@ -68,6 +68,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<ResponseChannel> channel_;
   std::string out_;  // bytes of the chunk being written
   std::chrono::steady_clock::time_point last_write_;
+  uint64_t exchange_ = 0;  // requests dispatched; tags the disconnect watch of each
   bool keep_alive_ = false;
   bool streaming_ = false;  // a channel response is in progress
   bool writing_ = false;
