@@ -70,8 +70,8 @@ struct Result {
 Result bench(int matrices, int64_t k, int64_t n, int K, int rows, int splits, int repeats,
              cudaStream_t s) {
   const size_t tb = size_t(k) * n * K / 8;
-  const int copies = static_cast<int>(
-      std::max<size_t>(3, (size_t{256} << 20) / (tb * matrices) + 1));
+  const int copies =
+      static_cast<int>(std::max<size_t>(3, (size_t{256} << 20) / (tb * matrices) + 1));
   std::vector<DeviceBuffer> bufs;
   DeviceBuffer suh(size_t(k) * 2), svh(size_t(n) * 2), x(size_t(rows) * k * 4);
   fill_scale<<<64, 256>>>(suh.as<uint16_t>(), size_t(k));

@@ -73,8 +73,9 @@ __device__ __forceinline__ uint32_t decode_pair(uint32_t a, uint32_t b) {
     const uint32_t ra = __dp4a(a * 0x83DCD12Du, 0x01010101u, 0x6400u);
     const uint32_t rb = __dp4a(b * 0x83DCD12Du, 0x01010101u, 0x6400u);
     const uint32_t p = __byte_perm(ra, rb, 0x5410);
-    const __half2 r = __hfma2(*reinterpret_cast<const __half2*>(&p), __half2half2(__ushort_as_half(0x1EEE)),
-                              __half2half2(__ushort_as_half(0xC931)));
+    const __half2 r =
+        __hfma2(*reinterpret_cast<const __half2*>(&p), __half2half2(__ushort_as_half(0x1EEE)),
+                __half2half2(__ushort_as_half(0xC931)));
     return *reinterpret_cast<const uint32_t*>(&r);
   } else {
     const uint32_t mul = CB == kCbMcg ? 0xCBAC1FEDu : 89226354u;
@@ -82,8 +83,8 @@ __device__ __forceinline__ uint32_t decode_pair(uint32_t a, uint32_t b) {
     const uint32_t xa = ((a * mul + add) & 0x8FFF8FFFu) ^ 0x3B603B60u;
     const uint32_t xb = ((b * mul + add) & 0x8FFF8FFFu) ^ 0x3B603B60u;
     const uint32_t lo = __byte_perm(xa, xb, 0x5410), hi = __byte_perm(xa, xb, 0x7632);
-    const __half2 r = __hadd2(*reinterpret_cast<const __half2*>(&lo),
-                              *reinterpret_cast<const __half2*>(&hi));
+    const __half2 r =
+        __hadd2(*reinterpret_cast<const __half2*>(&lo), *reinterpret_cast<const __half2*>(&hi));
     return *reinterpret_cast<const uint32_t*>(&r);
   }
 }

@@ -27,7 +27,7 @@ namespace dsv41::kernels {
 namespace {
 
 constexpr int kWarps = 8, kThreads = 32 * kWarps;
-constexpr int kStages = 4;  // k16 steps of trellis in flight per warp
+constexpr int kStages = 4;                           // k16 steps of trellis in flight per warp
 constexpr float kInvSqrt128 = 0.08838834764831845f;  // as exl3/hadamard.cpp
 
 struct Batch {
@@ -44,7 +44,7 @@ struct WarpSmem {
   static constexpr int kBytes = kTrellisBytes + kXsBytes + 16 * 4;
   static constexpr int kRedBytes = kWarps * kRows * 128 * 4;  // reduction, aliases the above
   static constexpr int kBlockBytes =
-      kWarps * kBytes > kRedBytes + 16 ? kWarps * kBytes : kRedBytes + 16;
+      kWarps * kBytes > kRedBytes + 16 ? kWarps* kBytes : kRedBytes + 16;
 };
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
@@ -105,11 +105,11 @@ __device__ __forceinline__ uint32_t pack_half2(float a, float b) {
 // xh of 128-chunk `ch` for every row slot: B fragments (hi, lo) into xs, the scale exponent of
 // each row into ex. Rows >= rows get zeros (their accumulator columns are never stored).
 template <int NB>
-__device__ void input_transform(const Exl3GemvMatrix& m, int64_t k, int ch, int lane,
-                                uint32_t* xs, int* ex) {
+__device__ void input_transform(const Exl3GemvMatrix& m, int64_t k, int ch, int lane, uint32_t* xs,
+                                int* ex) {
   constexpr int kRows = 8 * NB;
   const int step = lane >> 2, p0 = 4 * (lane & 3);  // this lane's 4 values: step, positions p0..
-  const int c = (p0 & 7) >> 1, slot = p0 >> 3;       // pairs (p0, p0+1) -> c, (p0+2, p0+3) -> c+1
+  const int c = (p0 & 7) >> 1, slot = p0 >> 3;      // pairs (p0, p0+1) -> c, (p0+2, p0+3) -> c+1
   float su[4];
   {
     const uint2 sraw = __ldg(reinterpret_cast<const uint2*>(m.suh + ch * 128 + 4 * lane));
@@ -121,9 +121,8 @@ __device__ void input_transform(const Exl3GemvMatrix& m, int64_t k, int ch, int 
     float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     int e = 0;
     if (r < m.rows) {
-      const float4 xv =
-          __ldg(reinterpret_cast<const float4*>(m.x + static_cast<int64_t>(r) * k + ch * 128) +
-                lane);
+      const float4 xv = __ldg(
+          reinterpret_cast<const float4*>(m.x + static_cast<int64_t>(r) * k + ch * 128) + lane);
       v[0] = xv.x * su[0], v[1] = xv.y * su[1], v[2] = xv.z * su[2], v[3] = xv.w * su[3];
       butterflies128(v, lane);
       float mx = 0.0f;
@@ -288,7 +287,8 @@ __global__ void __launch_bounds__(kThreads, NB == 2 ? kMinBlocks<K, CB> : 2)
     for (int idx = threadIdx.x; idx < elems; idx += kThreads) __stcg(part + idx, red[idx]);
     __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) last_flag = atomicAdd(counters + group, 1u) == static_cast<uint32_t>(splits - 1);
+    if (threadIdx.x == 0)
+      last_flag = atomicAdd(counters + group, 1u) == static_cast<uint32_t>(splits - 1);
     __syncthreads();
     if (!last_flag) return;
     __threadfence();
@@ -348,8 +348,8 @@ cudaError_t launch(const Batch& b, int matrices, int64_t k, int64_t n, const Pla
                    uint32_t* counters, float* partials, cudaStream_t stream) {
   using S = WarpSmem<K, NB>;
   auto* kern = &exl3_gemv_kernel<K, CB, NB>;
-  if (cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           S::kBlockBytes);
+  if (cudaError_t e =
+          cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kBlockBytes);
       e != cudaSuccess)
     return e;
   const dim3 grid(static_cast<unsigned>((n / 128) * p.splits), static_cast<unsigned>(matrices));
@@ -412,8 +412,8 @@ cudaError_t exl3_gemv(const Exl3GemvMatrix* matrices, int count, int64_t k, int6
     const Exl3GemvMatrix& m = matrices[i];
     if (m.rows < 0 || m.rows > kGemvMaxRows) return cudaErrorInvalidValue;
     if (m.rows > 0 && (!m.trellis || !m.suh || !m.svh || !m.x || !m.y || !aligned16(m.trellis) ||
-                       !aligned8(m.suh) || !aligned8(m.svh) || !aligned16(m.x) ||
-                       !aligned16(m.y) || static_cast<const void*>(m.x) == m.y))
+                       !aligned8(m.suh) || !aligned8(m.svh) || !aligned16(m.x) || !aligned16(m.y) ||
+                       static_cast<const void*>(m.x) == m.y))
       return cudaErrorInvalidValue;
     max_rows = std::max(max_rows, m.rows);
     b.m[i] = m;

@@ -123,8 +123,8 @@ Case make_case(int64_t k, int64_t n, int K, Codebook cb, std::mt19937_64& rng) {
 }
 
 // One exl3_gemv call over `cases` (same shape) with per-matrix row counts; compares every matrix.
-void check_batch(const std::vector<const Case*>& cases, const std::vector<int>& rows,
-                 int k_splits, uint64_t seed, std::mt19937_64& rng, int calls = 1) {
+void check_batch(const std::vector<const Case*>& cases, const std::vector<int>& rows, int k_splits,
+                 uint64_t seed, std::mt19937_64& rng, int calls = 1) {
   const Matrix& m0 = cases[0]->m;
   const int count = static_cast<int>(cases.size());
   std::vector<cuda::DeviceBuffer> bufs;
@@ -144,8 +144,8 @@ void check_batch(const std::vector<const Case*>& cases, const std::vector<int>& 
     bufs.emplace_back(static_cast<size_t>(std::max(rows[i], 1) * m.n * 4));
     bufs.back().fill_bytes(0xFF);  // NaN: unwritten outputs fail
     const size_t b = bufs.size() - 5;
-    desc[i] = {bufs[b].as<uint8_t>(), bufs[b + 1].as<uint16_t>(), bufs[b + 2].as<uint16_t>(),
-               bufs[b + 3].as<float>(), bufs[b + 4].as<float>(), rows[i]};
+    desc[i] = {bufs[b].as<uint8_t>(),   bufs[b + 1].as<uint16_t>(), bufs[b + 2].as<uint16_t>(),
+               bufs[b + 3].as<float>(), bufs[b + 4].as<float>(),    rows[i]};
   }
   const size_t ws = kernels::exl3_gemv_workspace_bytes(count, m0.k, m0.n, k_splits);
   REQUIRE(ws > 0);
@@ -164,10 +164,10 @@ void check_batch(const std::vector<const Case*>& cases, const std::vector<int>& 
     std::vector<float> want(static_cast<size_t>(rows[i] * m.n)), got(want.size());
     exl3::matmul(m.view(), xs[i].data(), static_cast<size_t>(rows[i]), want.data());
     bufs[5 * i + 4].download(std::span<float>(got));
-    require_match(fmt::format("exl3 {} K{} k {} n {} rows {} splits {} matrix {}/{} seed {:#x}",
-                              exl3::codebook_name(m.cb), m.K, m.k, m.n, rows[i], k_splits, i,
-                              count, seed),
-                  got, want, y_bounds(m, cases[i]->w_hat, xs[i], rows[i]), kMaxNmse);
+    require_match(
+        fmt::format("exl3 {} K{} k {} n {} rows {} splits {} matrix {}/{} seed {:#x}",
+                    exl3::codebook_name(m.cb), m.K, m.k, m.n, rows[i], k_splits, i, count, seed),
+        got, want, y_bounds(m, cases[i]->w_hat, xs[i], rows[i]), kMaxNmse);
   }
 }
 
@@ -189,10 +189,11 @@ TEST_CASE("exl3_decode is bit-exact with exl3::decode_inner", "[kernel][exl3]") 
         size_t bad = 0, first = 0;
         for (size_t i = 0; i < want.size(); ++i)
           if (got[i] != want[i] && bad++ == 0) first = i;
-        INFO(fmt::format("{} K{} k {} n {} seed {:#x}: {} of {} differ, first at {} got {:#06x} "
-                         "want {:#06x}",
-                         exl3::codebook_name(cb), K, k, n, seed, bad, want.size(), first,
-                         got[first], want[first]));
+        INFO(
+            fmt::format("{} K{} k {} n {} seed {:#x}: {} of {} differ, first at {} got {:#06x} "
+                        "want {:#06x}",
+                        exl3::codebook_name(cb), K, k, n, seed, bad, want.size(), first, got[first],
+                        want[first]));
         REQUIRE(bad == 0);
       }
     }
@@ -213,7 +214,8 @@ TEST_CASE("exl3_gemv matches exl3::matmul at tiny shapes", "[kernel][exl3]") {
   std::mt19937_64 rng(seed);
   for (Codebook cb : {Codebook::kMul1, Codebook::kMcg, Codebook::k3Inst}) {
     for (int K : {2, 3, 5}) {
-      for (auto [k, n] : std::vector<std::pair<int64_t, int64_t>>{{128, 128}, {384, 256}, {1024, 128}}) {
+      for (auto [k, n] :
+           std::vector<std::pair<int64_t, int64_t>>{{128, 128}, {384, 256}, {1024, 128}}) {
         const Case c = make_case(k, n, K, cb, rng);
         for (int r : kRows)
           for (int splits : {0, 1, 2, 8}) {
@@ -262,8 +264,8 @@ TEST_CASE("exl3 kernels reject unsupported arguments", "[kernel][exl3]") {
   CHECK(kernels::exl3_gemv_workspace_bytes(33, 256, 256) == 0);
   cuda::DeviceBuffer w(ws);
   w.fill_bytes(0);
-  kernels::Exl3GemvMatrix m{t.as<uint8_t>(), s.as<uint16_t>(), s.as<uint16_t>(), x.as<float>(),
-                            y.as<float>(), 1};
+  kernels::Exl3GemvMatrix m{t.as<uint8_t>(), s.as<uint16_t>(), s.as<uint16_t>(),
+                            x.as<float>(),   y.as<float>(),    1};
   const auto call = [&](kernels::Exl3GemvMatrix d, int64_t k, int K, size_t bytes) {
     return kernels::exl3_gemv(&d, 1, k, 256, K, Exl3Codebook::kMul1, 0, w.data(), bytes, nullptr);
   };
