@@ -35,4 +35,43 @@ cudaError_t fp4_expert_gemv(const float* x, const uint8_t* w, const uint8_t* sca
 cudaError_t rms_norm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps,
                      cudaStream_t stream);
 
+// ---- EXL3 (spec exl3-format.md §1–3; CPU reference libdsv41/src/exl3/) ----
+
+// Codebook of one EXL3 tensor, same values as exl3::Codebook (0 = 3INST, 1 = MCG, 2 = MUL1).
+enum class Exl3Codebook : int { k3Inst = 0, kMcg = 1, kMul1 = 2 };
+
+// Ŵ fp16 bits [k, n] row-major (the inner, Hadamard-domain weight) from the trellis int16
+// [k/16][n/16][16K] (C order), bit-exact with exl3::decode_inner. Needs k, n multiples of 16,
+// K in 2..6, trellis 4-byte aligned.
+cudaError_t exl3_decode(const uint8_t* trellis, uint16_t* w_hat, int64_t k, int64_t n, int K,
+                        Exl3Codebook cb, cudaStream_t stream);
+
+// One matrix of a batched EXL3 GEMV call (all device pointers). rows == 0 skips the matrix.
+struct Exl3GemvMatrix {
+  const uint8_t* trellis;  // int16 [k/16][n/16][16K], 16-byte aligned
+  const uint16_t* suh;     // fp16 [k], 8-byte aligned
+  const uint16_t* svh;     // fp16 [n], 8-byte aligned
+  const float* x;          // fp32 [rows, k], 16-byte aligned
+  float* y;                // fp32 [rows, n], 16-byte aligned, not aliasing x
+  int rows;                // 0 .. kGemvMaxRows
+};
+inline constexpr int kExl3GemvMaxMatrices = 32;
+
+// Workspace of exl3_gemv for this batch shape on the current device (k_splits as below): a
+// counter per 128-column group followed by split-k partials. Zero it once after allocation
+// (cudaMemset); every call leaves the counters at zero again. 0 = unsupported shape.
+size_t exl3_gemv_workspace_bytes(int matrices, int64_t k, int64_t n, int k_splits = 0);
+
+// For each matrix i < count: y = had128(had128(x ⊙ suh) · Ŵ) ⊙ svh (spec §1.1; no bias), Ŵ
+// decoded on the fly from the trellis (K bits per weight, codebook cb), fp32 in and out. All
+// matrices share k, n, K and cb (e.g. the gate and up projections of the routed experts of one
+// step). `matrices` is a host array of `count` descriptors; k_splits = 0 picks the k split from
+// the SM count, > 0 forces it (benchmarks). Needs 1 <= count <= kExl3GemvMaxMatrices, k and n
+// multiples of 128 (<= 2^24), K in {2, 3, 5}, |xh| < 2^74, the alignments above, and a
+// workspace of exl3_gemv_workspace_bytes(count, k, n, k_splits) bytes (16-byte aligned) used
+// by no concurrent call. Accuracy: docs/kernels.md.
+cudaError_t exl3_gemv(const Exl3GemvMatrix* matrices, int count, int64_t k, int64_t n, int K,
+                      Exl3Codebook cb, int k_splits, void* workspace, size_t workspace_bytes,
+                      cudaStream_t stream);
+
 }  // namespace dsv41::kernels
