@@ -31,8 +31,8 @@ cudaError_t hc_collapse(const float* H, const float* pre, float* x, int64_t T, i
   if (T > (int64_t{0x7FFFFFFF} * kThreads) / D) return cudaErrorInvalidValue;
   if (T == 0) return cudaSuccess;
   const int64_t n = T * D;
-  hc_collapse_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0,
-                       stream>>>(H, pre, x, T, hc, D);
+  hc_collapse_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+      H, pre, x, T, hc, D);
   return cudaGetLastError();
 }
 

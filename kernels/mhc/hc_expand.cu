@@ -28,14 +28,14 @@ __global__ void __launch_bounds__(kThreads)
 
 cudaError_t hc_expand(const float* y, const float* H_old, const float* post, const float* comb,
                       float* H_new, int64_t T, int hc, int64_t D, cudaStream_t stream) {
-  if (y == nullptr || H_old == nullptr || post == nullptr || comb == nullptr ||
-      H_new == nullptr || H_new == H_old || T < 0 || hc < 1 || hc > kHcMaxStreams || D < 1)
+  if (y == nullptr || H_old == nullptr || post == nullptr || comb == nullptr || H_new == nullptr ||
+      H_new == H_old || T < 0 || hc < 1 || hc > kHcMaxStreams || D < 1)
     return cudaErrorInvalidValue;
   if (T > (int64_t{0x7FFFFFFF} * kThreads) / (D * hc)) return cudaErrorInvalidValue;
   if (T == 0) return cudaSuccess;
   const int64_t n = T * hc * D;
-  hc_expand_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0,
-                     stream>>>(y, H_old, post, comb, H_new, T, hc, D);
+  hc_expand_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+      y, H_old, post, comb, H_new, T, hc, D);
   return cudaGetLastError();
 }
 

@@ -70,10 +70,9 @@ void run_mixes(int64_t T, int hc, int64_t D, int iters) {
                      dscale = upload(w.scale);
   cuda::DeviceBuffer dpre = poisoned(T * hc), dpost = poisoned(T * hc),
                      dcomb = poisoned(T * hc * hc);
-  DSV41_CUDA_CHECK(kernels::hc_mixes(dH.as<float>(), dfn.as<float>(), dbase.as<float>(),
-                                     dscale.as<float>(), dpre.as<float>(), dpost.as<float>(),
-                                     dcomb.as<float>(), T, hc, D, iters, s.hc_eps, s.norm_eps,
-                                     stream.get()));
+  DSV41_CUDA_CHECK(kernels::hc_mixes(
+      dH.as<float>(), dfn.as<float>(), dbase.as<float>(), dscale.as<float>(), dpre.as<float>(),
+      dpost.as<float>(), dcomb.as<float>(), T, hc, D, iters, s.hc_eps, s.norm_eps, stream.get()));
   stream.synchronize();
   const std::string ctx = fmt::format("T {} hc {} D {} iters {} seed {:#x}", T, hc, D, iters, seed);
   auto check = [&](const char* what, const std::vector<float>& got, const std::vector<float>& ref) {
@@ -105,8 +104,8 @@ void run_collapse_expand(int64_t T, int hc, int64_t D) {
   cuda::DeviceBuffer dH = upload(H), dy = upload(y), dpre = upload(m.pre), dpost = upload(m.post),
                      dcomb = upload(m.comb);
   cuda::DeviceBuffer dx = poisoned(T * D), dHn = poisoned(T * hc * D);
-  DSV41_CUDA_CHECK(
-      kernels::hc_collapse(dH.as<float>(), dpre.as<float>(), dx.as<float>(), T, hc, D, stream.get()));
+  DSV41_CUDA_CHECK(kernels::hc_collapse(dH.as<float>(), dpre.as<float>(), dx.as<float>(), T, hc, D,
+                                        stream.get()));
   DSV41_CUDA_CHECK(kernels::hc_expand(dy.as<float>(), dH.as<float>(), dpost.as<float>(),
                                       dcomb.as<float>(), dHn.as<float>(), T, hc, D, stream.get()));
   stream.synchronize();
@@ -137,8 +136,8 @@ void run_collapse_expand(int64_t T, int hc, int64_t D) {
 
 TEST_CASE("hc_mixes matches the CPU reference", "[kernel][mhc]") {
   if (skip_without_gpu()) return;
-  run_mixes(1, 1, 1, 1);     // degenerate: one stream, one value, one Sinkhorn step
-  run_mixes(3, 2, 37, 5);    // odd sizes, fewer threads than values per block
+  run_mixes(1, 1, 1, 1);      // degenerate: one stream, one value, one Sinkhorn step
+  run_mixes(3, 2, 37, 5);     // odd sizes, fewer threads than values per block
   run_mixes(2, 8, 1000, 20);  // the largest hc
   for (int64_t T : {1, 2, 7, 16}) run_mixes(T, 4, 5120, 20);  // released: hc 4, D 5120
 }
