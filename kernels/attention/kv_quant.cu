@@ -5,6 +5,9 @@
 // division, comparisons), mirrored statement by statement, so the results are identical.
 // One thread per block of 16 or 32 values: it reads its block, writes its own values back (so
 // xq may alias x) and its own packed bytes.
+#include <cmath>
+#include <cstring>
+
 #include "dsv41k/attention.hpp"
 
 namespace dsv41::kernels {
@@ -13,16 +16,49 @@ namespace {
 constexpr int kThreads = 128;
 constexpr int kMaxBlock = 32;
 
-__device__ __forceinline__ float e4m3_to_f32(uint8_t b) {
+// Correctly rounded fp32 ops that nvcc cannot fuse; the host branch exists so the block logic can
+// also be exercised on the CPU (it is the same arithmetic: IEEE fp32, no contraction).
+__host__ __device__ __forceinline__ float fmul(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return fmul(a, b);
+#else
+  return a * b;
+#endif
+}
+__host__ __device__ __forceinline__ float fdiv(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return fdiv(a, b);
+#else
+  return a / b;
+#endif
+}
+__host__ __device__ __forceinline__ float fsub(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return fsub(a, b);
+#else
+  return a - b;
+#endif
+}
+__host__ __device__ __forceinline__ uint32_t bits_of(float x) {
+#ifdef __CUDA_ARCH__
+  return bits_of(x);
+#else
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  return u;
+#endif
+}
+
+__host__ __device__ __forceinline__ float e4m3_to_f32(uint8_t b) {
   const int sign = b >> 7, exp = (b >> 3) & 0xF, man = b & 7;
-  if (exp == 15 && man == 7) return __int_as_float(0x7FC00000);
+  if (exp == 15 && man == 7) return NAN;
   const float v = exp == 0 ? ldexpf(static_cast<float>(man), -9)
                            : ldexpf(static_cast<float>(8 + man), exp - 10);
   return sign ? -v : v;
 }
 
 // Nearest e4m3fn code, RNE, saturating at ±448, NaN -> 0x7F (dtype.cpp f32_to_e4m3).
-__device__ __forceinline__ uint8_t f32_to_e4m3(float x) {
+__host__ __device__ __forceinline__ uint8_t f32_to_e4m3(float x) {
   if (isnan(x)) return 0x7F;
   const uint8_t sign = signbit(x) ? 0x80 : 0;
   const float a = fabsf(x);
@@ -42,9 +78,11 @@ __device__ __forceinline__ uint8_t f32_to_e4m3(float x) {
   return sign | static_cast<uint8_t>(((ve + 7) << 3) | man);
 }
 
-__device__ __forceinline__ float round_e4m3(float x) { return e4m3_to_f32(f32_to_e4m3(x)); }
+__host__ __device__ __forceinline__ float round_e4m3(float x) {
+  return e4m3_to_f32(f32_to_e4m3(x));
+}
 
-__device__ __forceinline__ float e2m1_magnitude(int c) {
+__host__ __device__ __forceinline__ float e2m1_magnitude(int c) {
   switch (c & 7) {
     case 0:
       return 0.0f;
@@ -65,38 +103,38 @@ __device__ __forceinline__ float e2m1_magnitude(int c) {
   }
 }
 
-__device__ __forceinline__ float e2m1_to_f32(uint8_t code) {
+__host__ __device__ __forceinline__ float e2m1_to_f32(uint8_t code) {
   const float v = e2m1_magnitude(code);
   return (code & 8) ? -v : v;
 }
 
 // Nearest e2m1 code, ties to the even code, sign of -0 kept (dtype.cpp f32_to_e2m1).
-__device__ __forceinline__ uint8_t f32_to_e2m1(float x) {
+__host__ __device__ __forceinline__ uint8_t f32_to_e2m1(float x) {
   const uint8_t sign = signbit(x) ? 8 : 0;
   const float a = isnan(x) ? 0.0f : fabsf(x);
   uint8_t best = 0;
   for (uint8_t c = 1; c < 8; ++c) {
-    const float d_new = fabsf(__fsub_rn(a, e2m1_magnitude(c)));
-    const float d_best = fabsf(__fsub_rn(a, e2m1_magnitude(best)));
+    const float d_new = fabsf(fsub(a, e2m1_magnitude(c)));
+    const float d_best = fabsf(fsub(a, e2m1_magnitude(best)));
     if (d_new < d_best || (d_new == d_best && (c & 1) == 0)) best = c;
   }
   return sign | best;
 }
 
-__device__ __forceinline__ float pow2_ceil(float x) {
-  const uint32_t u = __float_as_uint(x);
+__host__ __device__ __forceinline__ float pow2_ceil(float x) {
+  const uint32_t u = bits_of(x);
   const int exp = static_cast<int>((u >> 23) & 0xFF);
   const int bump = (u & 0x7FFFFF) != 0 ? 1 : 0;
   return ldexpf(1.0f, exp - 127 + bump);
 }
 
-__device__ __forceinline__ float clamp_like_std(float v, float lo,
-                                                float hi) {  // std::clamp: NaN stays NaN
+__host__ __device__ __forceinline__ float clamp_like_std(float v, float lo,
+                                                         float hi) {  // std::clamp: NaN stays NaN
   return v < lo ? lo : (hi < v ? hi : v);
 }
 
 // kv_quant.cpp block_amax (std::max: a NaN never replaces m).
-__device__ __forceinline__ float amax_std_max(const float* x, int n) {
+__host__ __device__ __forceinline__ float amax_std_max(const float* x, int n) {
   float m = 0.0f;
   for (int i = 0; i < n; ++i) {
     const float a = fabsf(x[i]);
@@ -106,14 +144,14 @@ __device__ __forceinline__ float amax_std_max(const float* x, int n) {
 }
 
 // The fake-quantiser of the format, in place on one block (kv_quant.cpp).
-__device__ __forceinline__ void fake_quant_block(KvFormat f, float* x, int n) {
+__host__ __device__ __forceinline__ void fake_quant_block(KvFormat f, float* x, int n) {
   if (f == KvFormat::kWindowFp8) {
     const float inv_max = static_cast<float>(1.0 / 448.0);
     float amax = amax_std_max(x, n);
     amax = amax < 1e-4f ? 1e-4f : amax;
-    const float s = pow2_ceil(__fmul_rn(amax, inv_max));
+    const float s = pow2_ceil(fmul(amax, inv_max));
     for (int i = 0; i < n; ++i)
-      x[i] = __fmul_rn(round_e4m3(clamp_like_std(__fdiv_rn(x[i], s), -448.0f, 448.0f)), s);
+      x[i] = fmul(round_e4m3(clamp_like_std(fdiv(x[i], s), -448.0f, 448.0f)), s);
     return;
   }
   float s;
@@ -121,20 +159,20 @@ __device__ __forceinline__ void fake_quant_block(KvFormat f, float* x, int n) {
     const float floor_amax = 6.0f * ldexpf(1.0f, -9);
     float amax = amax_std_max(x, n);
     amax = amax < floor_amax ? floor_amax : amax;
-    s = round_e4m3(__fdiv_rn(amax, 6.0f));
+    s = round_e4m3(fdiv(amax, 6.0f));
   } else {
     const float floor_amax = 6.0f * ldexpf(1.0f, -126);
     const float inv_max = static_cast<float>(1.0 / 6.0);
     float amax = amax_std_max(x, n);
     amax = amax < floor_amax ? floor_amax : amax;
-    s = pow2_ceil(__fmul_rn(amax, inv_max));
+    s = pow2_ceil(fmul(amax, inv_max));
   }
   for (int i = 0; i < n; ++i)
-    x[i] = __fmul_rn(e2m1_to_f32(f32_to_e2m1(clamp_like_std(__fdiv_rn(x[i], s), -6.0f, 6.0f))), s);
+    x[i] = fmul(e2m1_to_f32(f32_to_e2m1(clamp_like_std(fdiv(x[i], s), -6.0f, 6.0f))), s);
 }
 
 // packed_formats.cpp exact_code: the element code of q, or -1 when q is not exactly one.
-__device__ __forceinline__ int exact_code(bool fp8, float q) {
+__host__ __device__ __forceinline__ int exact_code(bool fp8, float q) {
   if (!isfinite(q)) return -1;
   if (fp8) {
     if (fabsf(q) > 448.0f) return -1;
@@ -148,14 +186,14 @@ __device__ __forceinline__ int exact_code(bool fp8, float q) {
   return back == q && signbit(back) == signbit(q) ? c : -1;
 }
 
-__device__ __forceinline__ bool try_codes(bool fp8, const float* x, int n, float s,
-                                          uint8_t* codes) {
+__host__ __device__ __forceinline__ bool try_codes(bool fp8, const float* x, int n, float s,
+                                                   uint8_t* codes) {
   for (int i = 0; i < n; ++i) {
-    const int c = exact_code(fp8, __fdiv_rn(x[i], s));
+    const int c = exact_code(fp8, fdiv(x[i], s));
     if (c < 0) return false;
     const float v =
         fp8 ? e4m3_to_f32(static_cast<uint8_t>(c)) : e2m1_to_f32(static_cast<uint8_t>(c));
-    const float back = __fmul_rn(v, s);
+    const float back = fmul(v, s);
     if (back != x[i] || signbit(back) != signbit(x[i])) return false;
     codes[i] = static_cast<uint8_t>(c);
   }
@@ -163,20 +201,20 @@ __device__ __forceinline__ bool try_codes(bool fp8, const float* x, int n, float
 }
 
 // packed_formats.cpp block_amax (std::fmax).
-__device__ __forceinline__ float amax_fmax(const float* x, int n) {
+__host__ __device__ __forceinline__ float amax_fmax(const float* x, int n) {
   float m = 0.0f;
   for (int i = 0; i < n; ++i) m = fmaxf(m, fabsf(x[i]));
   return m;
 }
 
 // pack_pow2_block: the smallest power of two that keeps amax inside the element range.
-__device__ __forceinline__ bool pack_pow2_block(bool fp8, const float* x, int n, uint8_t* codes,
-                                                uint8_t* scale) {
+__host__ __device__ __forceinline__ bool pack_pow2_block(bool fp8, const float* x, int n,
+                                                         uint8_t* codes, uint8_t* scale) {
   const float amax = amax_fmax(x, n);
   const float max_code = fp8 ? 448.0f : 6.0f;
   int e = 0;
   if (amax > 0.0f) {
-    e = ilogbf(__fdiv_rn(amax, max_code));
+    e = ilogbf(fdiv(amax, max_code));
     while (ldexpf(max_code, e) < amax) ++e;
     while (e > -127 && ldexpf(max_code, e - 1) >= amax) --e;
   }
@@ -186,15 +224,15 @@ __device__ __forceinline__ bool pack_pow2_block(bool fp8, const float* x, int n,
 }
 
 // pack_e4m3_block: the first of amax/6, amax/4, ... that is an exact e4m3 scale of the block.
-__device__ __forceinline__ bool pack_e4m3_block(const float* x, int n, uint8_t* codes,
-                                                uint8_t* scale) {
+__host__ __device__ __forceinline__ bool pack_e4m3_block(const float* x, int n, uint8_t* codes,
+                                                         uint8_t* scale) {
   const float amax = amax_fmax(x, n);
   if (amax == 0.0f) {
     *scale = f32_to_e4m3(1.0f);
     return try_codes(false, x, n, 1.0f, codes);
   }
   for (int k = 7; k >= 1; --k) {
-    const float s = __fdiv_rn(amax, e2m1_magnitude(k));
+    const float s = fdiv(amax, e2m1_magnitude(k));
     const uint8_t sc = f32_to_e4m3(s);
     if (!(s > 0.0f) || e4m3_to_f32(sc) != s) continue;
     if (try_codes(false, x, n, s, codes)) {
@@ -205,24 +243,17 @@ __device__ __forceinline__ bool pack_e4m3_block(const float* x, int n, uint8_t* 
   return false;
 }
 
-__global__ void __launch_bounds__(kThreads, 1)
-    kv_quantize_kernel(KvFormat f, const float* x, float* xq, uint8_t* packed, int64_t rows,
-                       int64_t dim, int block, int64_t row_bytes) {
-  const int64_t blocks_per_row = dim / block;
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (i >= rows * blocks_per_row) return;
-  const int64_t row = i / blocks_per_row, b = i % blocks_per_row;
-  const float* src = x + row * dim + b * block;
+// Block b of one row: src = x[row] [dim], xq_row = xq[row] or null, out = packed[row] or null.
+__host__ __device__ __forceinline__ void quantize_block(KvFormat f, const float* src, float* xq_row,
+                                                        uint8_t* out, int64_t b, int64_t dim,
+                                                        int block) {
   float v[kMaxBlock];
-  for (int k = 0; k < block; ++k) v[k] = src[k];
+  for (int k = 0; k < block; ++k) v[k] = src[b * block + k];
   fake_quant_block(f, v, block);
-  if (xq != nullptr) {
-    float* dst = xq + row * dim + b * block;
-    for (int k = 0; k < block; ++k) dst[k] = v[k];
-  }
-  if (packed == nullptr) return;
+  if (xq_row != nullptr)
+    for (int k = 0; k < block; ++k) xq_row[b * block + k] = v[k];
+  if (out == nullptr) return;
   const bool fp8 = f == KvFormat::kWindowFp8;
-  uint8_t* out = packed + row * row_bytes;
   uint8_t* scale = out + (fp8 ? dim : dim / 2) + b;
   uint8_t codes[kMaxBlock] = {};
   const bool ok = f == KvFormat::kCompressedFp4 ? pack_e4m3_block(v, block, codes, scale)
@@ -234,6 +265,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int k = 0; k < block; k += 2)
       out[(b * block + k) / 2] = static_cast<uint8_t>(codes[k] | (codes[k + 1] << 4));
   }
+}
+
+__global__ void __launch_bounds__(kThreads, 1)
+    kv_quantize_kernel(KvFormat f, const float* x, float* xq, uint8_t* packed, int64_t rows,
+                       int64_t dim, int block, int64_t row_bytes) {
+  const int64_t blocks_per_row = dim / block;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (i >= rows * blocks_per_row) return;
+  const int64_t row = i / blocks_per_row, b = i % blocks_per_row;
+  quantize_block(f, x + row * dim, xq != nullptr ? xq + row * dim : nullptr,
+                 packed != nullptr ? packed + row * row_bytes : nullptr, b, dim, block);
 }
 
 bool known_format(KvFormat f) {
