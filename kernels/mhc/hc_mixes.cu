@@ -60,53 +60,85 @@ __global__ void __launch_bounds__(kProjThreads)
   *mix_slot(pre, post, comb, t, hc, r) = static_cast<float>(total_dot * static_cast<double>(inv));
 }
 
-__device__ float exp_f32(float x) { return static_cast<float>(exp(static_cast<double>(x))); }
+// Correctly rounded fp32 ops that nvcc cannot fuse; the host branch lets the finishing step be
+// exercised on the CPU too (same IEEE fp32 arithmetic, no contraction).
+__host__ __device__ __forceinline__ float fadd(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+__host__ __device__ __forceinline__ float fmul(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+__host__ __device__ __forceinline__ float fdiv(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
+__host__ __device__ __forceinline__ float exp_f32(float x) {
+  return static_cast<float>(exp(static_cast<double>(x)));
+}
 
 // 1 / (1 + exp(-x)) in fp32.
-__device__ float sigmoid_f32(float x) { return __fdiv_rn(1.0f, __fadd_rn(1.0f, exp_f32(-x))); }
+__host__ __device__ __forceinline__ float sigmoid_f32(float x) {
+  return fdiv(1.0f, fadd(1.0f, exp_f32(-x)));
+}
 
-__global__ void hc_finish(const float* __restrict__ base, const float* __restrict__ scale,
-                          float* pre, float* post, float* comb, int64_t T, int hc, int iters,
-                          float hc_eps) {
-  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= T) return;
-  float* p = pre + t * hc;
-  float* q = post + t * hc;
-  float* c = comb + t * hc * hc;
+// One token: p [hc], q [hc], c [hc·hc] hold the raw mixes and receive pre, post, comb.
+__host__ __device__ __forceinline__ void finish_token(const float* base, const float* scale,
+                                                      float* p, float* q, float* c, int hc,
+                                                      int iters, float hc_eps) {
   for (int j = 0; j < hc; ++j) {
-    p[j] = __fadd_rn(sigmoid_f32(__fadd_rn(__fmul_rn(p[j], scale[0]), base[j])), hc_eps);
-    q[j] = __fmul_rn(2.0f, sigmoid_f32(__fadd_rn(__fmul_rn(q[j], scale[1]), base[hc + j])));
+    p[j] = fadd(sigmoid_f32(fadd(fmul(p[j], scale[0]), base[j])), hc_eps);
+    q[j] = fmul(2.0f, sigmoid_f32(fadd(fmul(q[j], scale[1]), base[hc + j])));
   }
   float l[kHcMaxStreams * kHcMaxStreams];
-  for (int i = 0; i < hc * hc; ++i) l[i] = __fadd_rn(__fmul_rn(c[i], scale[2]), base[2 * hc + i]);
+  for (int i = 0; i < hc * hc; ++i) l[i] = fadd(fmul(c[i], scale[2]), base[2 * hc + i]);
   // hc_sinkhorn: row softmax + eps, column normalisation, then (iters - 1) × (rows, columns).
   for (int j = 0; j < hc; ++j) {
     float mx = l[j * hc];
     for (int k = 1; k < hc; ++k) mx = mx < l[j * hc + k] ? l[j * hc + k] : mx;  // std::max
     float sum = 0.0f;
     for (int k = 0; k < hc; ++k) {
-      l[j * hc + k] = exp_f32(__fadd_rn(l[j * hc + k], -mx));
-      sum = __fadd_rn(sum, l[j * hc + k]);
+      l[j * hc + k] = exp_f32(fadd(l[j * hc + k], -mx));
+      sum = fadd(sum, l[j * hc + k]);
     }
-    for (int k = 0; k < hc; ++k) l[j * hc + k] = __fadd_rn(__fdiv_rn(l[j * hc + k], sum), hc_eps);
+    for (int k = 0; k < hc; ++k) l[j * hc + k] = fadd(fdiv(l[j * hc + k], sum), hc_eps);
   }
   for (int it = 0; it < iters; ++it) {
     if (it > 0) {  // rows
       for (int j = 0; j < hc; ++j) {
         float sum = 0.0f;
-        for (int k = 0; k < hc; ++k) sum = __fadd_rn(sum, l[j * hc + k]);
-        const float d = __fadd_rn(sum, hc_eps);
-        for (int k = 0; k < hc; ++k) l[j * hc + k] = __fdiv_rn(l[j * hc + k], d);
+        for (int k = 0; k < hc; ++k) sum = fadd(sum, l[j * hc + k]);
+        const float d = fadd(sum, hc_eps);
+        for (int k = 0; k < hc; ++k) l[j * hc + k] = fdiv(l[j * hc + k], d);
       }
     }
     for (int k = 0; k < hc; ++k) {  // columns
       float sum = 0.0f;
-      for (int j = 0; j < hc; ++j) sum = __fadd_rn(sum, l[j * hc + k]);
-      const float d = __fadd_rn(sum, hc_eps);
-      for (int j = 0; j < hc; ++j) l[j * hc + k] = __fdiv_rn(l[j * hc + k], d);
+      for (int j = 0; j < hc; ++j) sum = fadd(sum, l[j * hc + k]);
+      const float d = fadd(sum, hc_eps);
+      for (int j = 0; j < hc; ++j) l[j * hc + k] = fdiv(l[j * hc + k], d);
     }
   }
   for (int i = 0; i < hc * hc; ++i) c[i] = l[i];
+}
+
+__global__ void hc_finish(const float* __restrict__ base, const float* __restrict__ scale,
+                          float* pre, float* post, float* comb, int64_t T, int hc, int iters,
+                          float hc_eps) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= T) return;
+  finish_token(base, scale, pre + t * hc, post + t * hc, comb + t * hc * hc, hc, iters, hc_eps);
 }
 
 }  // namespace
