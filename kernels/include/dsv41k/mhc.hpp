@@ -1,0 +1,45 @@
+// Launchers of the mHC residual ops (spec model-architecture.md §3), mirroring the CPU reference
+// model/mhc.cpp: raw device pointers, sizes, a stream; no allocation, no workspace. Every
+// launcher returns cudaErrorInvalidValue before launching anything when an argument is outside
+// its preconditions, else cudaGetLastError() after the launch. Layouts row-major, fp32.
+// See docs/kernels.md.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace dsv41::kernels {
+
+// Largest hc_mult the mHC kernels take (released 4).
+inline constexpr int kHcMaxStreams = 8;
+
+// §3 steps 1-6 for T tokens at one site (= dsv41::hc_mixes):
+//   H      [T, hc, D]            residual streams (flattened per token to hc·D values)
+//   fn     [(2+hc)·hc, hc·D]     rows 0..hc-1 pre, hc..2hc-1 post, then comb j-major
+//   base   [(2+hc)·hc], scale [3] (pre, post, comb)   all device pointers
+//   pre    [T, hc]  = sigmoid(m_j·scale0 + base_j) + hc_eps
+//   post   [T, hc]  = 2·sigmoid(m_{hc+j}·scale1 + base_{hc+j})
+//   comb   [T, hc, hc] Sinkhorn of the logits (first index j = input stream), sinkhorn_iters
+// The rms statistic and the 24 dot products are accumulated in fp64 like the reference; the
+// rest is its fp32 op sequence with unfused products (exp through fp64, then rounded to fp32).
+// Needs T >= 0, 1 <= hc <= kHcMaxStreams, D >= 1, sinkhorn_iters >= 1, all pointers non-null,
+// outputs not aliasing the inputs.
+cudaError_t hc_mixes(const float* H, const float* fn, const float* base, const float* scale,
+                     float* pre, float* post, float* comb, int64_t T, int hc, int64_t D,
+                     int sinkhorn_iters, float hc_eps, float norm_eps, cudaStream_t stream);
+
+// x[t, d] = Σ_j pre[t, j] · H[t, j, d] (= dsv41::hc_collapse), j ascending, fp32 unfused.
+//   H [T, hc, D], pre [T, hc], x [T, D] (x must not alias H).
+// Needs T >= 0, 1 <= hc <= kHcMaxStreams, D >= 1, non-null pointers.
+cudaError_t hc_collapse(const float* H, const float* pre, float* x, int64_t T, int hc, int64_t D,
+                        cudaStream_t stream);
+
+// H_new[t, k, d] = post[t, k] · y[t, d] + Σ_j comb[t, j, k] · H_old[t, j, d] (= dsv41::hc_expand),
+// j ascending, fp32 unfused.
+//   y [T, D], H_old / H_new [T, hc, D], post [T, hc], comb [T, hc, hc]; H_new must not alias
+//   H_old. Needs T >= 0, 1 <= hc <= kHcMaxStreams, D >= 1, non-null pointers, H_new != H_old.
+cudaError_t hc_expand(const float* y, const float* H_old, const float* post, const float* comb,
+                      float* H_new, int64_t T, int hc, int64_t D, cudaStream_t stream);
+
+}  // namespace dsv41::kernels

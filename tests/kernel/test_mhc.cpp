@@ -1,0 +1,187 @@
+// [kernel] mHC mixes / collapse / expand vs the CPU reference model/mhc.hpp (spec §3).
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <span>
+#include <vector>
+
+#include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/cuda_stream.hpp"
+#include "backend/cuda/device_buffer.hpp"
+#include "dsv41k/mhc.hpp"
+#include "kernel/kernel_check.hpp"
+#include "model/mhc.hpp"
+
+namespace dsv41::test {
+namespace {
+
+// Mixes: the fp64 sums differ from the reference only in order (~1e-16 relative), so m_r
+// rounds to the same fp32 except at a rounding tie; exp through fp64 is within a rounding of
+// glibc expf. One ulp of the logit (<= 1.2e-7 · |logit|, logits here |.| < ~8) moves a
+// sigmoid by <= 1/4 of that and the Sinkhorn matrix (20 well-conditioned normalisations of
+// values in [0, 1]) by a few ulps: 2e-6 absolute is ~16 ulps of 1 with margin.
+constexpr double kMixAbsTol = 2e-6;
+// Collapse / expand use the reference's exact operation order with unfused products: bit-equal
+// when the host compiler does not contract (x86-64 baseline); an FMA-contracting host build
+// differs by one rounding per term, < 2^-23 · Σ|terms| per element.
+constexpr double kStreamRelTol = 2.4e-7;
+
+std::vector<float> download(const cuda::DeviceBuffer& b, size_t n) {
+  std::vector<float> v(n);
+  b.download(std::span<float>(v));
+  return v;
+}
+
+cuda::DeviceBuffer upload(const std::vector<float>& v) {
+  cuda::DeviceBuffer b(v.size() * 4);
+  b.upload(std::span<const float>(v));
+  return b;
+}
+
+cuda::DeviceBuffer poisoned(size_t n) {
+  cuda::DeviceBuffer b(n * 4);
+  b.fill_bytes(0xFF);
+  return b;
+}
+
+void run_mixes(int64_t T, int hc, int64_t D, int iters) {
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 rng(seed);
+  HcShape s;
+  s.hc = hc;
+  s.dim = D;
+  s.sinkhorn_iters = iters;
+  const int mix = s.mix_dim();
+  const int64_t flat = hc * D;
+  std::vector<float> H = random_normal(static_cast<size_t>(T * flat), rng);
+  for (auto& v : H) v *= 3.0f;  // the statistic is scale-free; exercise a non-unit rms
+  HcSiteWeights w;
+  // fn ~ N(0, 1/flat): m = fn · v̂ ~ N(0, 1), so the logits span a useful range.
+  w.fn = random_normal(static_cast<size_t>(mix * flat), rng);
+  const float fs = 1.0f / std::sqrt(static_cast<float>(flat));
+  for (auto& v : w.fn) v *= fs;
+  w.base = random_normal(static_cast<size_t>(mix), rng);
+  w.scale = {0.7f, 1.3f, 2.0f};
+  const HcMixes want = hc_mixes(w, s, H.data(), T, nullptr);
+
+  cuda::CudaStream stream;
+  cuda::DeviceBuffer dH = upload(H), dfn = upload(w.fn), dbase = upload(w.base),
+                     dscale = upload(w.scale);
+  cuda::DeviceBuffer dpre = poisoned(T * hc), dpost = poisoned(T * hc),
+                     dcomb = poisoned(T * hc * hc);
+  DSV41_CUDA_CHECK(kernels::hc_mixes(
+      dH.as<float>(), dfn.as<float>(), dbase.as<float>(), dscale.as<float>(), dpre.as<float>(),
+      dpost.as<float>(), dcomb.as<float>(), T, hc, D, iters, s.hc_eps, s.norm_eps, stream.get()));
+  stream.synchronize();
+  const std::string ctx = fmt::format("T {} hc {} D {} iters {} seed {:#x}", T, hc, D, iters, seed);
+  auto check = [&](const char* what, const std::vector<float>& got, const std::vector<float>& ref) {
+    require_match(fmt::format("hc_mixes {} {}", what, ctx), got, ref,
+                  std::vector<double>(got.size(), kMixAbsTol), 1e-10);
+  };
+  check("pre", download(dpre, T * hc), want.pre);
+  check("post", download(dpost, T * hc), want.post);
+  check("comb", download(dcomb, T * hc * hc), want.comb);
+}
+
+void run_collapse_expand(int64_t T, int hc, int64_t D) {
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 rng(seed);
+  HcShape s;
+  s.hc = hc;
+  s.dim = D;
+  const std::vector<float> H = random_normal(static_cast<size_t>(T * hc * D), rng);
+  const std::vector<float> y = random_normal(static_cast<size_t>(T * D), rng);
+  HcMixes m;
+  m.pre = random_normal(static_cast<size_t>(T * hc), rng);
+  m.post = random_normal(static_cast<size_t>(T * hc), rng);
+  m.comb = random_normal(static_cast<size_t>(T * hc * hc), rng);
+  std::vector<float> want_x(T * D), want_h(T * hc * D);
+  hc_collapse(H.data(), m.pre.data(), s, T, want_x.data());
+  hc_expand(y.data(), H.data(), m, s, T, want_h.data());
+
+  cuda::CudaStream stream;
+  cuda::DeviceBuffer dH = upload(H), dy = upload(y), dpre = upload(m.pre), dpost = upload(m.post),
+                     dcomb = upload(m.comb);
+  cuda::DeviceBuffer dx = poisoned(T * D), dHn = poisoned(T * hc * D);
+  DSV41_CUDA_CHECK(kernels::hc_collapse(dH.as<float>(), dpre.as<float>(), dx.as<float>(), T, hc, D,
+                                        stream.get()));
+  DSV41_CUDA_CHECK(kernels::hc_expand(dy.as<float>(), dH.as<float>(), dpost.as<float>(),
+                                      dcomb.as<float>(), dHn.as<float>(), T, hc, D, stream.get()));
+  stream.synchronize();
+  const std::string ctx = fmt::format("T {} hc {} D {} seed {:#x}", T, hc, D, seed);
+  std::vector<double> tol_x(T * D), tol_h(T * hc * D);
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t d = 0; d < D; ++d) {
+      double sx = 0;
+      for (int j = 0; j < hc; ++j) sx += std::fabs(m.pre[t * hc + j] * H[(t * hc + j) * D + d]);
+      tol_x[t * D + d] = kStreamRelTol * sx + 1e-38;
+      for (int k = 0; k < hc; ++k) {
+        double sh = std::fabs(m.post[t * hc + k] * y[t * D + d]);
+        for (int j = 0; j < hc; ++j)
+          sh += std::fabs(m.comb[(t * hc + j) * hc + k] * H[(t * hc + j) * D + d]);
+        tol_h[(t * hc + k) * D + d] = kStreamRelTol * sh + 1e-38;
+      }
+    }
+  }
+  const std::vector<float> got_x = download(dx, T * D), got_h = download(dHn, T * hc * D);
+  size_t equal = 0;
+  for (size_t i = 0; i < got_h.size(); ++i) equal += got_h[i] == want_h[i];
+  INFO(fmt::format("hc_expand {}: {} of {} elements bit-equal", ctx, equal, got_h.size()));
+  require_match("hc_collapse " + ctx, got_x, want_x, tol_x, 1e-12);
+  require_match("hc_expand " + ctx, got_h, want_h, tol_h, 1e-12);
+}
+
+}  // namespace
+
+TEST_CASE("hc_mixes matches the CPU reference", "[kernel][mhc]") {
+  if (skip_without_gpu()) return;
+  run_mixes(1, 1, 1, 1);      // degenerate: one stream, one value, one Sinkhorn step
+  run_mixes(3, 2, 37, 5);     // odd sizes, fewer threads than values per block
+  run_mixes(2, 8, 1000, 20);  // the largest hc
+  for (int64_t T : {1, 2, 7, 16}) run_mixes(T, 4, 5120, 20);  // released: hc 4, D 5120
+}
+
+TEST_CASE("hc_collapse and hc_expand match the CPU reference", "[kernel][mhc]") {
+  if (skip_without_gpu()) return;
+  run_collapse_expand(1, 1, 1);
+  run_collapse_expand(3, 3, 257);
+  run_collapse_expand(2, 8, 100);
+  for (int64_t T : {1, 5, 16}) run_collapse_expand(T, 4, 5120);
+}
+
+// The launchers reject these before touching memory, so no device is needed: the pointers are
+// never dereferenced.
+TEST_CASE("mHC launchers reject unsupported arguments", "[kernel][mhc]") {
+  float dummy[64] = {};
+  float* p = dummy;
+  const float* c = dummy;
+  auto mixes = [&](const float* H, int64_t T, int hc, int64_t D, int iters) {
+    return kernels::hc_mixes(H, c, c, c, p, p, p, T, hc, D, iters, 1e-6f, 1e-20f, nullptr);
+  };
+  CHECK(mixes(nullptr, 1, 4, 8, 20) == cudaErrorInvalidValue);
+  CHECK(mixes(c, -1, 4, 8, 20) == cudaErrorInvalidValue);
+  CHECK(mixes(c, 1, 0, 8, 20) == cudaErrorInvalidValue);
+  CHECK(mixes(c, 1, kernels::kHcMaxStreams + 1, 8, 20) == cudaErrorInvalidValue);
+  CHECK(mixes(c, 1, 4, 0, 20) == cudaErrorInvalidValue);
+  CHECK(mixes(c, 1, 4, 8, 0) == cudaErrorInvalidValue);
+  CHECK(mixes(c, int64_t{1} << 40, 4, 8, 20) == cudaErrorInvalidValue);
+  CHECK(kernels::hc_mixes(c, c, c, c, nullptr, p, p, 1, 4, 8, 20, 1e-6f, 1e-20f, nullptr) ==
+        cudaErrorInvalidValue);
+  CHECK(kernels::hc_collapse(nullptr, c, p, 1, 4, 8, nullptr) == cudaErrorInvalidValue);
+  CHECK(kernels::hc_collapse(c, c, nullptr, 1, 4, 8, nullptr) == cudaErrorInvalidValue);
+  CHECK(kernels::hc_collapse(c, c, p, -1, 4, 8, nullptr) == cudaErrorInvalidValue);
+  CHECK(kernels::hc_collapse(c, c, p, 1, 9, 8, nullptr) == cudaErrorInvalidValue);
+  CHECK(kernels::hc_collapse(c, c, p, 1, 4, 0, nullptr) == cudaErrorInvalidValue);
+  CHECK(kernels::hc_collapse(c, c, p, int64_t{1} << 40, 4, 8, nullptr) == cudaErrorInvalidValue);
+  CHECK(kernels::hc_expand(c, c, c, c, p, 1, 4, 0, nullptr) == cudaErrorInvalidValue);
+  CHECK(kernels::hc_expand(c, p, c, c, p, 1, 4, 8, nullptr) == cudaErrorInvalidValue);  // alias
+  CHECK(kernels::hc_expand(nullptr, c, c, c, p, 1, 4, 8, nullptr) == cudaErrorInvalidValue);
+  CHECK(kernels::hc_expand(c, c, c, c, p, 1, 0, 8, nullptr) == cudaErrorInvalidValue);
+  CHECK(kernels::hc_expand(c, c, c, c, p, -2, 4, 8, nullptr) == cudaErrorInvalidValue);
+  // T == 0 launches nothing.
+  CHECK(mixes(c, 0, 4, 8, 20) == cudaSuccess);
+  CHECK(kernels::hc_collapse(c, c, p, 0, 4, 8, nullptr) == cudaSuccess);
+}
+
+}  // namespace dsv41::test
