@@ -20,28 +20,28 @@ constexpr int kMaxBlock = 32;
 // also be exercised on the CPU (it is the same arithmetic: IEEE fp32, no contraction).
 __host__ __device__ __forceinline__ float fmul(float a, float b) {
 #ifdef __CUDA_ARCH__
-  return fmul(a, b);
+  return __fmul_rn(a, b);
 #else
   return a * b;
 #endif
 }
 __host__ __device__ __forceinline__ float fdiv(float a, float b) {
 #ifdef __CUDA_ARCH__
-  return fdiv(a, b);
+  return __fdiv_rn(a, b);
 #else
   return a / b;
 #endif
 }
 __host__ __device__ __forceinline__ float fsub(float a, float b) {
 #ifdef __CUDA_ARCH__
-  return fsub(a, b);
+  return __fsub_rn(a, b);
 #else
   return a - b;
 #endif
 }
 __host__ __device__ __forceinline__ uint32_t bits_of(float x) {
 #ifdef __CUDA_ARCH__
-  return bits_of(x);
+  return __float_as_uint(x);
 #else
   uint32_t u;
   memcpy(&u, &x, 4);
