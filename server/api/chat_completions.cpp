@@ -12,6 +12,7 @@
 #include "api/api_errors.hpp"
 #include "api/generation_run.hpp"
 #include "api/image_input.hpp"
+#include "api/tool_choice.hpp"
 #include "chat/output_parser.hpp"
 #include "chat/parsed_message.hpp"
 #include "chat/prompt_renderer.hpp"
@@ -250,6 +251,8 @@ HttpResponse handle_chat_completions(Api& api, const HttpRequest& request) {
   chat::ResolvedOptions resolved = chat::resolve_options(
       chat_request.options, !chat_request.tools.empty(), chat::EffortTable::release());
   reject_images(chat_request, api.config().max_image_pixels);
+  // tool_choice none: the model is not shown the tools, so it has none to call.
+  if (resolved.tool_choice == chat::ToolChoiceKind::kNone) chat_request.tools.clear();
   Result<chat::RenderedPrompt> prompt = chat::render_request(chat_request, resolved);
   if (!prompt) return error_response(prompt.status());
   Result<std::vector<int32_t>> ids = backend->tokenize(prompt->text, /*special=*/true);
@@ -259,6 +262,7 @@ HttpResponse handle_chat_completions(Api& api, const HttpRequest& request) {
   gen.prompt = std::move(*ids);
   gen.sampling = fields.sampling;
   gen.stop = fields.stop;
+  gen.constraint = tool_choice_constraint(*backend, chat_request, resolved);
   Status fit = fit_context("messages", static_cast<int64_t>(gen.prompt.size()), fields.max_tokens,
                            backend->max_context(), api.config().clamp_max_tokens, gen.stop);
   if (!fit.is_ok()) return error_response(fit);
