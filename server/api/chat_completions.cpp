@@ -57,7 +57,9 @@ class ChatRun {
         include_reasoning_(resolved.include_reasoning) {}
 
   void start() {
-    if (stream_) push_chunk([](json::Writer& w) { w.key("role").value("assistant").key("content").value(""); }, nullptr);
+    if (stream_)
+      push_chunk([](json::Writer& w) { w.key("role").value("assistant").key("content").value(""); },
+                 nullptr);
   }
 
   void on_event(const GenerationEvent& ev) {
@@ -118,26 +120,31 @@ class ChatRun {
           break;
         case K::kToolCallStart:
           // First fragment of call i: id, type and name present (the AI SDK requires them).
-          push_chunk([&](json::Writer& w) {
-            w.key("tool_calls").begin_array().begin_object();
-            w.key("index").value(int64_t(e.index)).key("id").value(e.id);
-            w.key("type").value("function");
-            w.key("function").begin_object().key("name").value(e.name);
-            w.key("arguments").value("").end_object();
-            w.end_object().end_array();
-          }, nullptr);
+          push_chunk(
+              [&](json::Writer& w) {
+                w.key("tool_calls").begin_array().begin_object();
+                w.key("index").value(int64_t(e.index)).key("id").value(e.id);
+                w.key("type").value("function");
+                w.key("function").begin_object().key("name").value(e.name);
+                w.key("arguments").value("").end_object();
+                w.end_object().end_array();
+              },
+              nullptr);
           break;
         case K::kToolCallArguments:
           // Continuations omit id/type/name entirely, never null (§2.6).
-          push_chunk([&](json::Writer& w) {
-            w.key("tool_calls").begin_array().begin_object();
-            w.key("index").value(int64_t(e.index));
-            w.key("function").begin_object().key("arguments").value(e.text).end_object();
-            w.end_object().end_array();
-          }, nullptr);
+          push_chunk(
+              [&](json::Writer& w) {
+                w.key("tool_calls").begin_array().begin_object();
+                w.key("index").value(int64_t(e.index));
+                w.key("function").begin_object().key("arguments").value(e.text).end_object();
+                w.end_object().end_array();
+              },
+              nullptr);
           break;
         case K::kToolCallEnd:
-        case K::kFinish: break;
+        case K::kFinish:
+          break;
       }
     }
   }
@@ -240,7 +247,7 @@ void reject_images(const chat::ChatRequest& request, int64_t max_pixels) {
 
 HttpResponse handle_chat_completions(Api& api, const HttpRequest& request) {
   std::shared_ptr<GenerationBackend> backend = api.backend();
-  if (!backend) return error_response(503, "the model is still loading");
+  if (!backend) return error_response(503, api.unavailable_reason());
   if (api.shutting_down()) return error_response(503, "the server is shutting down");
   simdjson::dom::parser parser;
   simdjson::dom::element root = parse_body(parser, request.body);
@@ -267,9 +274,8 @@ HttpResponse handle_chat_completions(Api& api, const HttpRequest& request) {
                            backend->max_context(), api.config().clamp_max_tokens, gen.stop);
   if (!fit.is_ok()) return error_response(fit);
 
-  auto channel = std::make_shared<ResponseChannel>(fields.stream
-                                                       ? ResponseChannel::Mode::kEventStream
-                                                       : ResponseChannel::Mode::kDeferred);
+  auto channel = std::make_shared<ResponseChannel>(
+      fields.stream ? ResponseChannel::Mode::kEventStream : ResponseChannel::Mode::kDeferred);
   auto run = std::make_shared<ChatRun>(api, channel, fields, resolved);
   run->start();
   Status s = submit_request(backend, std::move(gen), channel,
