@@ -4,8 +4,8 @@
     scripts/smoke.py URL [--key KEY | --key-file FILE] [--model NAME]
 
 Checks: /health, /v1/models, a non-stream and a streamed chat completion (text), a request with
-tools (the response must be a well-formed message: tool_calls with id/name/JSON arguments if the
-model called a tool), and an image part (answered 200, or 400 with an error message when the
+tools and tool_choice "required" (constrained decoding: finish_reason tool_calls, a get_weather
+call with id and JSON-object arguments), and an image part (answered 200, or 400 with an error message when the
 server has no vision support). Prints one PASS/FAIL line per check; exit code 1 if any failed.
 """
 import argparse
@@ -61,17 +61,18 @@ def main():
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
                        "required": ["city"]}}}]
     status, body = call(a.url, key, "POST", "/v1/chat/completions",
-                        dict(base, tools=tools, max_tokens=256,
+                        dict(base, tools=tools, tool_choice="required", max_tokens=512,
                              messages=[{"role": "user", "content": "Weather in Paris?"}]))
     ok = status == 200
     if ok:
+        # tool_choice required: constrained decoding, so even a tiny random model must call.
         choice = json.loads(body)["choices"][0]
-        for c in choice["message"].get("tool_calls") or []:
-            ok = ok and c["id"] and c["function"]["name"] and \
+        calls = choice["message"].get("tool_calls") or []
+        ok = len(calls) >= 1 and choice["finish_reason"] == "tool_calls"
+        for c in calls:
+            ok = ok and bool(c["id"]) and c["function"]["name"] == "get_weather" and \
                 isinstance(json.loads(c["function"]["arguments"]), dict)
-        if choice["message"].get("tool_calls"):
-            ok = ok and choice["finish_reason"] == "tool_calls"
-    check("chat tools", ok, body)
+    check("chat tool call (tool_choice required)", ok, body)
     png = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + \
         struct.pack(">IIBBBBB", 8, 8, 8, 2, 0, 0, 0) + b"\0\0\0\0"
     image = {"type": "image_url", "image_url": {

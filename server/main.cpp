@@ -166,11 +166,13 @@ int main(int argc, char** argv) {
     // TP rank 0: a failed link (rank 1 died, link stalled) makes /health answer 503 at once;
     // in-flight requests already fail with the link's error inside the engine.
     if (tp.world > 1) {
-      tp_watch = std::thread([&api, &tp_watch_stop, probe = model->tp_health_probe()] {
+      tp_watch = std::thread([&api, &tp_watch_stop, probe = model->tp_health_probe(),
+                              peer = fmt::format("rank {} at {}", 1 - tp.rank, tp.peer_address)] {
         while (!tp_watch_stop) {
           if (Status s = probe(); !s.is_ok()) {
             log_line("TP link failed, no longer serving (restart both ranks): " + s.to_string());
-            api.set_backend(nullptr);
+            api.set_unavailable("the tensor-parallel peer (" + peer +
+                                ") was lost, restart both ranks: " + s.message());
             return;
           }
           std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -46,6 +46,17 @@ std::shared_ptr<GenerationBackend> Api::backend() const {
   return backend_;
 }
 
+void Api::set_unavailable(std::string reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  backend_.reset();
+  unavailable_ = std::move(reason);
+}
+
+std::string Api::unavailable_reason() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return unavailable_;
+}
+
 void Api::begin_shutdown() {
   if (shutting_down_.exchange(true)) return;
   if (auto b = backend()) b->shutdown();
@@ -61,7 +72,8 @@ HttpResponse Api::handle(const HttpRequest& request) {
     path_known = true;
     if (request.method == r.method) match = &r;
   }
-  if (!path_known) return error_response(404, "no route for " + request.method + " " + request.path);
+  if (!path_known)
+    return error_response(404, "no route for " + request.method + " " + request.path);
   const bool open = match ? match->open : false;
   const bool metrics_open = path == "/metrics" && !config_.metrics_require_key;
   if (key_ && !open && !metrics_open && !key_->check(request.header("authorization")))

@@ -24,6 +24,10 @@ class Api {
   // Until a backend is set, /health answers 503 and generation routes 503 "model is loading".
   void set_backend(std::shared_ptr<GenerationBackend> backend);
   std::shared_ptr<GenerationBackend> backend() const;
+  // Drops the backend for good with the reason every 503 then names (e.g. the lost TP peer).
+  void set_unavailable(std::string reason);
+  // Why there is no backend: "the model is still loading" until set_unavailable().
+  std::string unavailable_reason() const;
   // New generation requests get 503; every in-flight request is cancelled (streams end with an
   // error event). Idempotent.
   void begin_shutdown();
@@ -40,6 +44,7 @@ class Api {
   ServerMetrics metrics_;
   mutable std::mutex mu_;
   std::shared_ptr<GenerationBackend> backend_;
+  std::string unavailable_ = "the model is still loading";
   std::atomic<bool> shutting_down_{false};
 };
 

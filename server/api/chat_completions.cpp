@@ -12,6 +12,7 @@
 #include "api/api_errors.hpp"
 #include "api/generation_run.hpp"
 #include "api/image_input.hpp"
+#include "api/tool_choice.hpp"
 #include "chat/output_parser.hpp"
 #include "chat/parsed_message.hpp"
 #include "chat/prompt_renderer.hpp"
@@ -56,7 +57,9 @@ class ChatRun {
         include_reasoning_(resolved.include_reasoning) {}
 
   void start() {
-    if (stream_) push_chunk([](json::Writer& w) { w.key("role").value("assistant").key("content").value(""); }, nullptr);
+    if (stream_)
+      push_chunk([](json::Writer& w) { w.key("role").value("assistant").key("content").value(""); },
+                 nullptr);
   }
 
   void on_event(const GenerationEvent& ev) {
@@ -117,26 +120,31 @@ class ChatRun {
           break;
         case K::kToolCallStart:
           // First fragment of call i: id, type and name present (the AI SDK requires them).
-          push_chunk([&](json::Writer& w) {
-            w.key("tool_calls").begin_array().begin_object();
-            w.key("index").value(int64_t(e.index)).key("id").value(e.id);
-            w.key("type").value("function");
-            w.key("function").begin_object().key("name").value(e.name);
-            w.key("arguments").value("").end_object();
-            w.end_object().end_array();
-          }, nullptr);
+          push_chunk(
+              [&](json::Writer& w) {
+                w.key("tool_calls").begin_array().begin_object();
+                w.key("index").value(int64_t(e.index)).key("id").value(e.id);
+                w.key("type").value("function");
+                w.key("function").begin_object().key("name").value(e.name);
+                w.key("arguments").value("").end_object();
+                w.end_object().end_array();
+              },
+              nullptr);
           break;
         case K::kToolCallArguments:
           // Continuations omit id/type/name entirely, never null (§2.6).
-          push_chunk([&](json::Writer& w) {
-            w.key("tool_calls").begin_array().begin_object();
-            w.key("index").value(int64_t(e.index));
-            w.key("function").begin_object().key("arguments").value(e.text).end_object();
-            w.end_object().end_array();
-          }, nullptr);
+          push_chunk(
+              [&](json::Writer& w) {
+                w.key("tool_calls").begin_array().begin_object();
+                w.key("index").value(int64_t(e.index));
+                w.key("function").begin_object().key("arguments").value(e.text).end_object();
+                w.end_object().end_array();
+              },
+              nullptr);
           break;
         case K::kToolCallEnd:
-        case K::kFinish: break;
+        case K::kFinish:
+          break;
       }
     }
   }
@@ -239,7 +247,7 @@ void reject_images(const chat::ChatRequest& request, int64_t max_pixels) {
 
 HttpResponse handle_chat_completions(Api& api, const HttpRequest& request) {
   std::shared_ptr<GenerationBackend> backend = api.backend();
-  if (!backend) return error_response(503, "the model is still loading");
+  if (!backend) return error_response(503, api.unavailable_reason());
   if (api.shutting_down()) return error_response(503, "the server is shutting down");
   simdjson::dom::parser parser;
   simdjson::dom::element root = parse_body(parser, request.body);
@@ -250,6 +258,8 @@ HttpResponse handle_chat_completions(Api& api, const HttpRequest& request) {
   chat::ResolvedOptions resolved = chat::resolve_options(
       chat_request.options, !chat_request.tools.empty(), chat::EffortTable::release());
   reject_images(chat_request, api.config().max_image_pixels);
+  // tool_choice none: the model is not shown the tools, so it has none to call.
+  if (resolved.tool_choice == chat::ToolChoiceKind::kNone) chat_request.tools.clear();
   Result<chat::RenderedPrompt> prompt = chat::render_request(chat_request, resolved);
   if (!prompt) return error_response(prompt.status());
   Result<std::vector<int32_t>> ids = backend->tokenize(prompt->text, /*special=*/true);
@@ -259,13 +269,13 @@ HttpResponse handle_chat_completions(Api& api, const HttpRequest& request) {
   gen.prompt = std::move(*ids);
   gen.sampling = fields.sampling;
   gen.stop = fields.stop;
+  gen.constraint = tool_choice_constraint(*backend, chat_request, resolved);
   Status fit = fit_context("messages", static_cast<int64_t>(gen.prompt.size()), fields.max_tokens,
                            backend->max_context(), api.config().clamp_max_tokens, gen.stop);
   if (!fit.is_ok()) return error_response(fit);
 
-  auto channel = std::make_shared<ResponseChannel>(fields.stream
-                                                       ? ResponseChannel::Mode::kEventStream
-                                                       : ResponseChannel::Mode::kDeferred);
+  auto channel = std::make_shared<ResponseChannel>(
+      fields.stream ? ResponseChannel::Mode::kEventStream : ResponseChannel::Mode::kDeferred);
   auto run = std::make_shared<ChatRun>(api, channel, fields, resolved);
   run->start();
   Status s = submit_request(backend, std::move(gen), channel,

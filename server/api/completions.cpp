@@ -25,8 +25,7 @@ constexpr int64_t kDefaultMaxTokens = 16;
 std::vector<int32_t> prompt_ids(element root, const GenerationBackend& backend,
                                 std::string& prompt_text) {
   element p;
-  DSV41_CHECK(!root.at_key("prompt").get(p) && !p.is_null(), kInvalidArgument,
-              "prompt: missing");
+  DSV41_CHECK(!root.at_key("prompt").get(p) && !p.is_null(), kInvalidArgument, "prompt: missing");
   if (p.type() == element_type::ARRAY) {
     simdjson::dom::array list(p);
     DSV41_CHECK(list.size() >= 1, kInvalidArgument, "prompt: must not be an empty list");
@@ -39,10 +38,10 @@ std::vector<int32_t> prompt_ids(element root, const GenerationBackend& backend,
       std::vector<int32_t> ids;
       size_t i = 0;
       for (element t : list) {
-        DSV41_CHECK(t.type() == element_type::INT64 && int64_t(t) >= 0 &&
-                        int64_t(t) < backend.vocab_size(),
-                    kInvalidArgument, "prompt[{}]: expected a token id in [0, {})", i,
-                    backend.vocab_size());
+        DSV41_CHECK(
+            t.type() == element_type::INT64 && int64_t(t) >= 0 && int64_t(t) < backend.vocab_size(),
+            kInvalidArgument, "prompt[{}]: expected a token id in [0, {})", i,
+            backend.vocab_size());
         ids.push_back(static_cast<int32_t>(int64_t(t)));
         ++i;
       }
@@ -170,7 +169,7 @@ class CompletionRun {
 
 HttpResponse handle_completions(Api& api, const HttpRequest& request) {
   std::shared_ptr<GenerationBackend> backend = api.backend();
-  if (!backend) return error_response(503, "the model is still loading");
+  if (!backend) return error_response(503, api.unavailable_reason());
   if (api.shutting_down()) return error_response(503, "the server is shutting down");
   simdjson::dom::parser parser;
   element root = parse_body(parser, request.body);
@@ -186,9 +185,8 @@ HttpResponse handle_completions(Api& api, const HttpRequest& request) {
                            fields.max_tokens.value_or(kDefaultMaxTokens), backend->max_context(),
                            api.config().clamp_max_tokens, gen.stop);
   if (!fit.is_ok()) return error_response(fit);
-  auto channel = std::make_shared<ResponseChannel>(fields.stream
-                                                       ? ResponseChannel::Mode::kEventStream
-                                                       : ResponseChannel::Mode::kDeferred);
+  auto channel = std::make_shared<ResponseChannel>(
+      fields.stream ? ResponseChannel::Mode::kEventStream : ResponseChannel::Mode::kDeferred);
   auto run = std::make_shared<CompletionRun>(api, channel, fields,
                                              fields.echo ? prompt_text : std::string());
   Status s = submit_request(backend, std::move(gen), channel,

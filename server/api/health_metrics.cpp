@@ -1,12 +1,12 @@
-// GET /health (200 {"status":"ok"} once the model is loaded, 503 while loading or shutting down;
-// llama.cpp's shape, §2.1) and GET /metrics (Prometheus text, §2.11).
+// GET /health (200 {"status":"ok"} once the model is loaded, 503 while loading, after a lost TP
+// peer or shutting down; llama.cpp's shape, §2.1) and GET /metrics (Prometheus text, §2.11).
 #include "api/api.hpp"
 #include "api/api_errors.hpp"
 
 namespace dsv41::server {
 
 HttpResponse handle_health(Api& api, const HttpRequest&) {
-  if (!api.backend()) return error_response(503, "the model is still loading");
+  if (!api.backend()) return error_response(503, api.unavailable_reason());
   if (api.shutting_down()) return error_response(503, "the server is shutting down");
   HttpResponse r;
   r.body = R"({"status":"ok"})";

@@ -14,7 +14,7 @@ using simdjson::dom::element_type;
 
 HttpResponse handle_tokenize(Api& api, const HttpRequest& request) {
   std::shared_ptr<GenerationBackend> backend = api.backend();
-  if (!backend) return error_response(503, "the model is still loading");
+  if (!backend) return error_response(503, api.unavailable_reason());
   simdjson::dom::parser parser;
   element root = parse_body(parser, request.body);
   element prompt;
@@ -41,7 +41,7 @@ HttpResponse handle_tokenize(Api& api, const HttpRequest& request) {
 
 HttpResponse handle_detokenize(Api& api, const HttpRequest& request) {
   std::shared_ptr<GenerationBackend> backend = api.backend();
-  if (!backend) return error_response(503, "the model is still loading");
+  if (!backend) return error_response(503, api.unavailable_reason());
   simdjson::dom::parser parser;
   element root = parse_body(parser, request.body);
   element tokens;
@@ -50,10 +50,9 @@ HttpResponse handle_detokenize(Api& api, const HttpRequest& request) {
   std::vector<int32_t> ids;
   size_t i = 0;
   for (element t : simdjson::dom::array(tokens)) {
-    DSV41_CHECK(t.type() == element_type::INT64 && int64_t(t) >= 0 &&
-                    int64_t(t) < backend->vocab_size(),
-                kInvalidArgument, "tokens[{}]: expected a token id in [0, {})", i,
-                backend->vocab_size());
+    DSV41_CHECK(
+        t.type() == element_type::INT64 && int64_t(t) >= 0 && int64_t(t) < backend->vocab_size(),
+        kInvalidArgument, "tokens[{}]: expected a token id in [0, {})", i, backend->vocab_size());
     ids.push_back(static_cast<int32_t>(int64_t(t)));
     ++i;
   }

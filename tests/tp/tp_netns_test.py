@@ -215,14 +215,16 @@ def fail_mid_stream(r0, what, action):
     assert ended < 10, ended
     assert b"error" in rest, rest[-500:]
     deadline = t0 + 10
-    health = None
+    health = body = None
     while time.time() < deadline:
-        health = req(r0.port, "GET", "/health")[0]
+        health, body = req(r0.port, "GET", "/health")
         if health == 503:
             break
         time.sleep(0.1)
-    print(f"  /health: {health} ({time.time() - t0:.2f} s after)", flush=True)
+    print(f"  /health: {health} {body!r} ({time.time() - t0:.2f} s after)", flush=True)
     assert health == 503
+    # The 503 names the lost peer, not "still loading".
+    assert b"tensor-parallel peer (rank 1 at" in body, body
 
 
 def test_server(fab, port):

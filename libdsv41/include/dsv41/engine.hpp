@@ -29,10 +29,21 @@ struct EngineParams {
   Status validate() const;
 };
 
+// A per-request restriction of the sampled tokens (constrained tool_choice, docs/sampling.md).
+// Called on the engine thread only: mask() before each sample, accept() with the sampled token.
+class TokenConstraint {
+ public:
+  virtual ~TokenConstraint() = default;
+  // Sets the logit of every token that may not come next to -inf (leaves at least one).
+  virtual void mask(std::span<float> logits) = 0;
+  virtual void accept(int32_t token) = 0;
+};
+
 struct GenerationRequest {
   std::vector<int32_t> prompt;
   SamplerParams sampling;
   StopParams stop;
+  std::shared_ptr<TokenConstraint> constraint;  // null = unconstrained
 };
 
 using RequestId = uint64_t;

@@ -158,11 +158,13 @@ void Engine::Impl::step(Request& r, int64_t* budget) {
     const int32_t t = r.pending_token;
     logits = session_append(*r.session, std::span<const int32_t>(&t, 1), false);
   }
+  if (r.req.constraint) r.req.constraint->mask(logits);
   Result<int32_t> tok = r.sampler->sample(logits);
   if (!tok.is_ok()) return finish(r, FinishReason::kNone, tok.status());
   const int32_t id = *tok;
   Status st = r.sampler->accept(id);
   if (!st.is_ok()) return finish(r, FinishReason::kNone, st);
+  if (r.req.constraint) r.req.constraint->accept(id);
   r.generated++;
   {
     std::lock_guard<std::mutex> lock(mu);
