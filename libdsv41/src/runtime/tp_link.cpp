@@ -52,7 +52,7 @@ parallel::Handshake tp_handshake(const std::string& dir, const TensorParallelPar
 std::unique_ptr<parallel::TpComm> connect_tp_link(const std::string& dir,
                                                   const TensorParallelParams& p) {
   Result<std::unique_ptr<parallel::TpComm>> comm =
-      parallel::connect_tp_tcp(tp_params(p), tp_handshake(dir, p));
+      parallel::connect_tp_tcp(tp_params(p), tp_handshake(dir, p), p.cancel);
   if (!comm)
     throw detail::Failure(comm.status().code(), comm.status().message(), __FILE__, __LINE__);
   return std::move(*comm);
