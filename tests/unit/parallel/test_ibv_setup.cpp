@@ -6,6 +6,7 @@
 
 #include "parallel/ibv_peer_info.hpp"
 #include "parallel/ibv_qp_attrs.hpp"
+#include "parallel/ibv_transport.hpp"
 
 using namespace dsv41;
 using namespace dsv41::parallel;
@@ -132,4 +133,31 @@ TEST_CASE("ibv qp attrs: initial psn is 24-bit, nonzero, per qpn", "[unit][paral
   }
   CHECK(initial_psn(1, 10) != initial_psn(1, 11));
   CHECK(initial_psn(1, 10) == initial_psn(1, 10));
+}
+
+TEST_CASE("ibv transport: missing library, no device, empty name are clean errors",
+          "[unit][parallel]") {
+  auto plan = *plan_oneshot(48 * 1024);
+  IbvDeviceOptions o;
+  o.device = "mlx5_0";
+  o.library = "libdsv41-absent-ibverbs.so.1";
+  auto missing = IbvTransport::open(o, plan);
+  REQUIRE(missing.status().code() == ErrorCode::kUnsupported);
+  CHECK_THAT(missing.status().message(), Catch::Contains("libdsv41-absent-ibverbs.so.1"));
+  o.library = IbvShim::kDefaultLibrary;
+  o.device = "";
+  auto empty = IbvTransport::open(o, plan);
+  REQUIRE(empty.status().code() == ErrorCode::kInvalidArgument);
+  CHECK_THAT(empty.status().message(), Catch::Contains("IbvDeviceOptions.device"));
+  o.device = "dsv41-no-such-rdma-dev";
+  auto absent = IbvTransport::open(o, plan);
+  REQUIRE_FALSE(absent.is_ok());
+  INFO(absent.status().to_string());
+  // Without libibverbs.so.1: kUnsupported naming it; with it (no such device): kNotFound.
+  if (absent.status().code() == ErrorCode::kUnsupported) {
+    CHECK_THAT(absent.status().message(), Catch::Contains("libibverbs.so.1"));
+  } else {
+    REQUIRE(absent.status().code() == ErrorCode::kNotFound);
+    CHECK_THAT(absent.status().message(), Catch::Contains("'dsv41-no-such-rdma-dev' not found"));
+  }
 }
