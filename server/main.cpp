@@ -57,18 +57,26 @@ int run_follower_rank(const ServerConfig& config, const TensorParallelParams& tp
   mp.model_dir = config.model_dir;
   mp.threads = config.threads;
   mp.tp = tp;
+  mp.tp.cancel = &stop;  // SIGTERM/SIGINT while still connecting ends the connect retry loop
   Status result;
+  bool linked = false;
   {
     Result<Model> model = Model::load(mp);
     if (!model) {
       result = model.status();
     } else {
+      linked = true;
       log_line("TP follower ready");
       result = model->run_tp_follower(&stop);
     }
   }
   if (!stop) pthread_kill(signals.native_handle(), SIGUSR2);
   signals.join();
+  if (stop && !linked) {
+    log_line("TP follower stopped by signal before the link to rank 0 was up (" + result.message() +
+             ")");
+    return 0;
+  }
   if (result.is_ok() || result.code() == ErrorCode::kCancelled) {
     log_line("TP follower stopped");
     return 0;

@@ -33,6 +33,10 @@ struct TensorParallelParams {
   int heartbeat_interval_ms = 250;
   int heartbeat_timeout_ms = 3000;
   std::map<std::string, std::string> settings;  // engine settings both ranks must agree on
+  // Optional cancel flag for the connect: while a rank waits for (or retries) its peer, setting
+  // it ends Model::load within ~100 ms with kAborted "TP connect aborted by the caller" (the
+  // server's SIGTERM/SIGINT handler sets it). Not owned; must outlive Model::load.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct ModelParams {

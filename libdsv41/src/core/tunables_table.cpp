@@ -66,6 +66,11 @@ constexpr TunableSpec kSpecs[] = {
      "server: how long a rank waits for the other one at start"},
     {"DSV41_TP_HEARTBEAT_TIMEOUT_MS", TunableType::kInt, "3000",
      "server: TP peer declared lost after this long without any frame (heartbeat every 1/12)"},
+    {"DSV41_TP_IB_DEVICE", TunableType::kString, "",
+     "TP: RDMA device name (e.g. mlx5_0) for the one-shot all-reduce over libibverbs; empty = "
+     "all-reduce over the TCP link. UNVERIFIED ON HARDWARE (docs/tp.md)"},
+    {"DSV41_TP_IB_GID_INDEX", TunableType::kInt, "3",
+     "TP: GID index of DSV41_TP_IB_DEVICE port 1 (the RoCE v2 IPv4 GID; per NIC, see show_gids)"},
 };
 }  // namespace
 

@@ -81,11 +81,9 @@ Status OneShotAllReduce::run(uint32_t op, std::span<std::byte> data,
     SlotHeader h{e, data.size(), op};
     std::memcpy(send, &h, sizeof(h));
     if (!data.empty()) std::memcpy(send + kOneShotHeaderBytes, data.data(), data.size());
-    std::memcpy(send + plan_.flag_offset(), &e, sizeof(e));
     transport_.post_write(plan_.send_slot(slot), plan_.recv_slot(slot),
                           kOneShotHeaderBytes + data.size());
-    transport_.post_write(plan_.send_slot(slot) + plan_.flag_offset(),
-                          plan_.recv_slot(slot) + plan_.flag_offset(), sizeof(uint64_t));
+    transport_.post_flag(plan_.recv_slot(slot) + plan_.flag_offset(), e);
     state_ = OneShotState::kPosted;
     // kPosted -> kWaitingPeer: the peer's flag for epoch e in my receive slot.
     state_ = OneShotState::kWaitingPeer;

@@ -1,6 +1,6 @@
 // OneShotAllReduce: the protocol of the one-shot all-reduce (world 2) over an
 // abstract RDMA transport: copy my buffer into my send slot, RDMA-write it into
-// the peer's receive slot, then write the flag (epoch) after it; wait for the
+// the peer's receive slot, then post the flag (epoch) after it; wait for the
 // peer's flag in my receive slot; reduce in rank order. One round trip, no
 // rendezvous per op (B12X "RoCEnante", performance-anchors.md §2.2). The
 // transport is an interface so the protocol is tested in process
@@ -28,6 +28,12 @@ class OneShotTransport {
   // is what makes "flag after data" sufficient. An 8-byte write of an aligned
   // flag lands atomically.
   virtual void post_write(size_t local_offset, size_t remote_offset, size_t bytes) = 0;
+  // Makes the peer's region hold `value` (u64, 8-aligned) at remote_offset, visible to the
+  // peer's acquire load only after every earlier post_write has landed. Values of successive
+  // calls are 1, 2, 3, ... (the op epoch): the ibverbs transport relies on that and sends only a
+  // zero-length RDMA WRITE WITH IMMEDIATE (imm = remote_offset / 64), the receiver storing its
+  // own count when the completion arrives, which the verbs spec orders after the data.
+  virtual void post_flag(size_t remote_offset, uint64_t value) = 0;
   // Reaps completions; non-ok on a transport error (completion with error
   // status, QP in error).
   virtual Status poll() = 0;

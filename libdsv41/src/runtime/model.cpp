@@ -70,7 +70,10 @@ Result<Model> Model::load(const ModelParams& params) {
     const Tunables tun = Tunables::from_environment();
     int threads = params.threads;
     if (threads == 0) threads = static_cast<int>(tun.get_int("DSV41_THREADS"));
-    if (params.tp.world > 1) impl->comm = connect_tp_link(params.model_dir, params.tp);
+    if (params.tp.world > 1)
+      impl->comm =
+          connect_tp_link(params.model_dir, params.tp, tun.get_string("DSV41_TP_IB_DEVICE"),
+                          static_cast<int>(tun.get_int("DSV41_TP_IB_GID_INDEX")));
     impl->transformer = Transformer::load(params.model_dir, static_cast<size_t>(threads),
                                           impl->comm.get(), tun.get_string("DSV41_EXL3_PLAN"));
     if (impl->comm && impl->comm->rank() == 0) impl->transformer->enable_mirror();

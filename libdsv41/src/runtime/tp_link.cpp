@@ -7,6 +7,7 @@
 #include "core/check.hpp"
 #include "loader/checkpoint.hpp"
 #include "model/shard_plan.hpp"
+#include "parallel/tp_ibverbs.hpp"
 #include "parallel/tp_tcp.hpp"
 
 namespace dsv41 {
@@ -50,12 +51,22 @@ parallel::Handshake tp_handshake(const std::string& dir, const TensorParallelPar
 }
 
 std::unique_ptr<parallel::TpComm> connect_tp_link(const std::string& dir,
-                                                  const TensorParallelParams& p) {
+                                                  const TensorParallelParams& p,
+                                                  const std::string& ib_device, int ib_gid_index) {
   Result<std::unique_ptr<parallel::TpComm>> comm =
-      parallel::connect_tp_tcp(tp_params(p), tp_handshake(dir, p));
+      parallel::connect_tp_tcp(tp_params(p), tp_handshake(dir, p), p.cancel);
   if (!comm)
     throw detail::Failure(comm.status().code(), comm.status().message(), __FILE__, __LINE__);
-  return std::move(*comm);
+  if (ib_device.empty()) return std::move(*comm);
+  parallel::IbvDeviceOptions o;
+  o.device = ib_device;
+  o.gid_index = ib_gid_index;
+  Result<std::unique_ptr<parallel::TpComm>> rdma =
+      parallel::make_tp_ibverbs(std::move(*comm), o, parallel::kOneShotDefaultMaxBytes,
+                                std::chrono::milliseconds(p.op_timeout_ms));
+  if (!rdma)
+    throw detail::Failure(rdma.status().code(), rdma.status().message(), __FILE__, __LINE__);
+  return std::move(*rdma);
 }
 
 }  // namespace dsv41

@@ -20,7 +20,11 @@ parallel::Handshake tp_handshake(const std::string& model_dir, const TensorParal
 
 // Connects (rank 0 waits for rank 1, up to connect_timeout) and runs the rendezvous: a mismatch
 // is kInvalidArgument naming the difference on both ranks. Throws detail::Failure.
+// ib_device non-empty (DSV41_TP_IB_DEVICE): the TCP link is then wrapped by make_tp_ibverbs
+// (one-shot RDMA all-reduce; unverified on hardware), failing both ranks if either cannot open it.
 std::unique_ptr<parallel::TpComm> connect_tp_link(const std::string& model_dir,
-                                                  const TensorParallelParams& p);
+                                                  const TensorParallelParams& p,
+                                                  const std::string& ib_device = "",
+                                                  int ib_gid_index = 3);
 
 }  // namespace dsv41

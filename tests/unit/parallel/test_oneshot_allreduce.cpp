@@ -44,6 +44,15 @@ class FakeRdma final : public OneShotTransport {
       std::memcpy(dst, src, bytes);
     }
   }
+  void post_flag(size_t remote_offset, uint64_t value) override {
+    ++posted;
+    if (drop_writes) return;
+    REQUIRE(remote_offset % 8 == 0);
+    REQUIRE(remote_offset + 8 <= peer_->bytes_);
+    REQUIRE(value == ++flags_posted);  // the contract the ibverbs transport relies on
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(peer_->storage_.get() + remote_offset))
+        .store(value, std::memory_order_release);
+  }
   Status poll() override { return poll_status; }
 
   std::atomic<bool> drop_writes{false};
@@ -57,6 +66,7 @@ class FakeRdma final : public OneShotTransport {
   std::unique_ptr<std::byte, Free> storage_;
   size_t bytes_;
   FakeRdma* peer_ = nullptr;
+  uint64_t flags_posted = 0;
 };
 
 struct Pair {
