@@ -216,6 +216,7 @@ TEST_CASE("moe permute/gather/swiglu/combine/descriptors reject unsupported argu
           "[kernel][moe]") {
   if (skip_without_gpu()) return;
   cuda::DeviceBuffer a(4096), b(4096), c(4096), d(4096), e(4096), f(4096);
+  for (auto* buf : {&a, &b, &c, &d, &e, &f}) buf->fill_bytes(0);  // ids 0, n_slots 0, counts 0
   const int32_t* ids = a.as<int32_t>();
   int32_t* I = b.as<int32_t>();
   int32_t* O = c.as<int32_t>();
