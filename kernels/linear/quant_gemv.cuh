@@ -63,16 +63,19 @@ __device__ __forceinline__ int x_swizzle(int f) {
 //
 // kStageX: x [rows, in] is first copied into shared memory (rows · in · 4 bytes <= 48 KB), so the
 // per-lane 64-byte x reads cost one bank pass per quarter warp instead of 16 L1 lines per load.
+// The work of block `block` (row groups [block · groups, ...)); also the body of the grouped
+// routed-expert GEMV (kernels/moe/moe_grouped_fp4_gemv.cu).
 template <class Fmt, int T, int R, bool kStageX>
-__global__ void __launch_bounds__(kGemvThreads, T == 1 ? 4 : 2)
-    quant_gemv_kernel(const float* __restrict__ x, const uint8_t* __restrict__ w,
-                      const uint8_t* __restrict__ scale, float* __restrict__ y, int rows,
-                      int64_t out, int64_t in, int ksplit) {
+__device__ __forceinline__ void quant_gemv_block(const float* __restrict__ x,
+                                                 const uint8_t* __restrict__ w,
+                                                 const uint8_t* __restrict__ scale,
+                                                 float* __restrict__ y, int rows, int64_t out,
+                                                 int64_t in, int ksplit, int64_t block) {
   extern __shared__ float4 xs[];  // kStageX: [rows][in / 4], swizzled per row
   __shared__ float red[kGemvWarps][T * R];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int groups = kGemvWarps / ksplit, group = warp / ksplit, part = warp % ksplit;
-  const int64_t o0 = (static_cast<int64_t>(blockIdx.x) * groups + group) * R;
+  const int64_t o0 = (block * groups + group) * R;
   const int64_t row_bytes = in * 16 / Fmt::kElemsPerChunk;
   const int64_t chunks = in / Fmt::kElemsPerChunk;
   const int64_t per = (chunks + ksplit - 1) / ksplit;
@@ -188,11 +191,19 @@ __global__ void __launch_bounds__(kGemvThreads, T == 1 ? 4 : 2)
   __syncthreads();
   for (int i = threadIdx.x; i < groups * T * R; i += kGemvThreads) {
     const int g = i / (T * R), idx = i % (T * R), t = idx / R, r = idx % R;
-    const int64_t o = (static_cast<int64_t>(blockIdx.x) * groups + g) * R + r;
+    const int64_t o = (block * groups + g) * R + r;
     float v = 0.0f;
     for (int p = 0; p < ksplit; ++p) v += red[g * ksplit + p][idx];
     if (t < rows && o < out) y[t * out + o] = v;
   }
+}
+
+template <class Fmt, int T, int R, bool kStageX>
+__global__ void __launch_bounds__(kGemvThreads, T == 1 ? 4 : 2)
+    quant_gemv_kernel(const float* __restrict__ x, const uint8_t* __restrict__ w,
+                      const uint8_t* __restrict__ scale, float* __restrict__ y, int rows,
+                      int64_t out, int64_t in, int ksplit) {
+  quant_gemv_block<Fmt, T, R, kStageX>(x, w, scale, y, rows, out, in, ksplit, blockIdx.x);
 }
 
 // Warps that share one row group: doubled while the grid has fewer than 32 warps per SM and each

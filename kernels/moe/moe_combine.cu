@@ -1,0 +1,59 @@
+// Weighted combine of the routed experts with the shared expert (spec model-architecture.md §4,
+// CPU reference model/moe.cpp moe_forward): routed[t] starts at 0.0f and gets each expert's row
+// added in ascending expert order (the CPU loops experts outermost), then y = routed + shared. One
+// block per token: thread 0 orders the token's local slots by expert id (stable insertion sort of
+// <= k entries), then each thread sums its columns in that order with IEEE adds. No atomics.
+#include "dsv41k/moe.hpp"
+
+namespace dsv41::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ void __launch_bounds__(kThreads)
+    combine_kernel(const float* __restrict__ ys, const int32_t* __restrict__ ids,
+                   const int32_t* __restrict__ inv, const float* shared, float* y, int k,
+                   int64_t D) {
+  __shared__ int slot[kMoeMaxTopK];
+  __shared__ int n_local;
+  const int64_t t = blockIdx.x;
+  if (threadIdx.x == 0) {
+    int key[kMoeMaxTopK];
+    int n = 0;
+    for (int i = 0; i < k; ++i) {
+      const int s = inv[t * k + i];
+      if (s < 0) continue;
+      const int id = ids[t * k + i];
+      int p = n++;
+      for (; p > 0 && key[p - 1] > id; --p) {  // stable: equal ids keep their i order
+        key[p] = key[p - 1];
+        slot[p] = slot[p - 1];
+      }
+      key[p] = id;
+      slot[p] = s;
+    }
+    n_local = n;
+  }
+  __syncthreads();
+  const int n = n_local;
+  for (int64_t d = threadIdx.x; d < D; d += kThreads) {
+    float acc = 0.0f;
+    for (int j = 0; j < n; ++j) acc = __fadd_rn(acc, ys[static_cast<int64_t>(slot[j]) * D + d]);
+    y[t * D + d] = shared ? __fadd_rn(acc, shared[t * D + d]) : acc;
+  }
+}
+
+}  // namespace
+
+cudaError_t moe_combine(const float* ys, const int32_t* ids, const int32_t* inv,
+                        const float* shared, float* y, int64_t T, int k, int64_t D,
+                        cudaStream_t stream) {
+  if (ys == nullptr || ids == nullptr || inv == nullptr || y == nullptr || T < 0 || k < 1 ||
+      k > kMoeMaxTopK || D < 1 || T > 0x7FFFFFFF || static_cast<const void*>(ys) == y)
+    return cudaErrorInvalidValue;
+  if (T == 0) return cudaSuccess;
+  combine_kernel<<<static_cast<unsigned>(T), kThreads, 0, stream>>>(ys, ids, inv, shared, y, k, D);
+  return cudaGetLastError();
+}
+
+}  // namespace dsv41::kernels

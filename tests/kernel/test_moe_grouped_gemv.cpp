@@ -1,0 +1,150 @@
+// [kernel] moe_expert_descriptors + moe_grouped_fp4_gemv vs Linear (packed E2M1 + E8M0 per row
+// per 32, the release routed-expert format) per descriptor: buckets of 0..16 rows (empty
+// buckets, rows 1, 2, 7, 8, 16 and a 40-row bucket cut into 16 + 16 + 8), tiny and real expert
+// shapes, gate+up in one launch via y_row_shift.
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+
+#include "dsv41k/moe.hpp"
+#include "kernel/gemv_case.hpp"
+
+namespace dsv41::test {
+namespace {
+
+// counts per local expert; weights: expert e uses weight set e % kSets (fewer uploads).
+constexpr int kSets = 3;
+
+void run_grouped(const std::vector<int32_t>& counts, int64_t out, int64_t in, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const int n_local = static_cast<int>(counts.size());
+  std::vector<int32_t> offsets(n_local + 1, 0);
+  for (int e = 0; e < n_local; ++e) offsets[e + 1] = offsets[e] + counts[e];
+  const int32_t slots = offsets[n_local];
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::vector<std::vector<uint8_t>> w(kSets), s(kSets);
+  std::vector<cuda::DeviceBuffer> dw, ds;
+  for (int i = 0; i < kSets; ++i) {
+    w[i].resize(size_t(out * in / 2));
+    for (auto& b : w[i]) b = static_cast<uint8_t>(byte(rng));
+    s[i] = random_e8m0(size_t(out * (in / 32)), rng);
+    dw.emplace_back(w[i].size());
+    ds.emplace_back(s[i].size());
+    dw.back().upload(std::span<const uint8_t>(w[i]));
+    ds.back().upload(std::span<const uint8_t>(s[i]));
+  }
+  std::vector<const uint8_t*> wt(n_local), st(n_local);
+  for (int e = 0; e < n_local; ++e) {
+    wt[e] = dw[e % kSets].as<uint8_t>();
+    st[e] = ds[e % kSets].as<uint8_t>();
+  }
+  const std::vector<float> x = random_normal(size_t(std::max(slots, 1)) * in, rng);
+  const int64_t cap = kernels::moe_descriptor_capacity(std::max(slots, 1), 1, n_local);
+  cuda::CudaStream stream;
+  cuda::DeviceBuffer dc(counts.size() * 4), doff(offsets.size() * 4), dwt(n_local * 8),
+      dst(n_local * 8), ddesc(size_t(cap) * sizeof(kernels::MoeGemvDesc)), dx(x.size() * 4),
+      dy(size_t(std::max(slots, 1)) * out * 4);
+  dc.upload(std::span<const int32_t>(counts));
+  doff.upload(std::span<const int32_t>(offsets));
+  dwt.upload(wt.data(), wt.size() * 8);
+  dst.upload(st.data(), st.size() * 8);
+  dx.upload(std::span<const float>(x));
+  dy.fill_bytes(0xFF);  // NaN: an unwritten row fails
+  ddesc.fill_bytes(0xFF);
+  DSV41_CUDA_CHECK(kernels::moe_expert_descriptors(
+      dc.as<int32_t>(), doff.as<int32_t>(), n_local, dwt.as<const uint8_t*>(),
+      dst.as<const uint8_t*>(), 0, ddesc.as<kernels::MoeGemvDesc>(), cap, stream.get()));
+  const int max_rows = std::min(16, std::max(1, *std::max_element(counts.begin(), counts.end())));
+  DSV41_CUDA_CHECK(kernels::moe_grouped_fp4_gemv(ddesc.as<kernels::MoeGemvDesc>(),
+                                                 static_cast<int>(cap), max_rows, dx.as<float>(),
+                                                 dy.as<float>(), out, in, stream.get()));
+  stream.synchronize();
+  // Descriptors: every bucket in expert order, tiles of <= 16 rows, then rows = 0.
+  std::vector<kernels::MoeGemvDesc> desc(static_cast<size_t>(cap));
+  ddesc.download(desc.data(), desc.size() * sizeof(kernels::MoeGemvDesc));
+  size_t used = 0;
+  for (int e = 0; e < n_local; ++e)
+    for (int r0 = 0; r0 < counts[e]; r0 += 16, ++used) {
+      REQUIRE(used < desc.size());
+      const auto& d = desc[used];
+      if (d.w != wt[e] || d.scale != st[e] || d.x_row != offsets[e] + r0 || d.y_row != d.x_row ||
+          d.rows != std::min(16, counts[e] - r0))
+        FAIL(fmt::format("descriptor {} (expert {}, row {}): x_row {} y_row {} rows {}", used, e,
+                         r0, d.x_row, d.y_row, d.rows));
+    }
+  for (size_t i = used; i < desc.size(); ++i) REQUIRE(desc[i].rows == 0);
+  if (slots == 0) return;
+  std::vector<float> y(size_t(slots) * out);
+  dy.download(y.data(), y.size() * 4);
+  for (int e = 0; e < n_local; ++e) {
+    if (counts[e] == 0) continue;
+    const std::vector<float> xe(x.begin() + size_t(offsets[e]) * in,
+                                x.begin() + size_t(offsets[e + 1]) * in);
+    const GemvReference ref =
+        gemv_reference(true, w[e % kSets], s[e % kSets], xe, counts[e], out, in);
+    const std::vector<float> got(y.begin() + size_t(offsets[e]) * out,
+                                 y.begin() + size_t(offsets[e + 1]) * out);
+    std::vector<double> tol(ref.abs_dot.size());
+    // Same bound as fp4_expert_gemv (gemv_case.hpp): both sides round once per term.
+    for (size_t i = 0; i < tol.size(); ++i) tol[i] = kGemvTolPerAbsDot * ref.abs_dot[i] + 1e-30;
+    require_match(fmt::format("grouped fp4 out {} in {} expert {} of {} rows {} seed {:#x}", out,
+                              in, e, n_local, counts[e], seed),
+                  got, ref.y, tol, kGemvMaxNmse);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("moe_grouped_fp4_gemv matches Linear per expert at tiny shapes", "[kernel][moe]") {
+  if (skip_without_gpu()) return;
+  const uint64_t seed = fresh_seed();
+  run_grouped({1}, 1, 32, seed);
+  run_grouped({0, 2, 0, 7}, 33, 96, seed + 1);
+  run_grouped({8, 0, 16, 1, 3}, 100, 320, seed + 2);
+  run_grouped({40, 0, 5}, 64, 128, seed + 3);  // a bucket cut into 16 + 16 + 8
+  run_grouped({0, 0, 0}, 8, 64, seed + 4);     // all empty: nothing to write
+}
+
+TEST_CASE("moe_grouped_fp4_gemv matches Linear per expert at routed-expert shapes",
+          "[kernel][moe]") {
+  if (skip_without_gpu()) return;
+  const uint64_t seed = fresh_seed();
+  std::vector<int32_t> decode(384, 0);  // one token, k = 6: six buckets of one row
+  for (int e : {3, 77, 150, 201, 333, 383}) decode[e] = 1;
+  run_grouped(decode, 2304, 5120, seed);  // w1 / w3
+  std::vector<int32_t> verify(384, 0);    // 16 rows spread unevenly
+  verify[5] = 16;
+  verify[9] = 2;
+  verify[100] = 7;
+  verify[101] = 8;
+  verify[383] = 1;
+  run_grouped(verify, 5120, 2304, seed + 1);  // w2
+}
+
+TEST_CASE("moe_grouped_fp4_gemv rejects unsupported arguments", "[kernel][moe]") {
+  if (skip_without_gpu()) return;
+  cuda::DeviceBuffer d(4096), x(64 * 4 * 17), y(64 * 4 * 17);
+  const auto* D = d.as<kernels::MoeGemvDesc>();
+  const float* X = x.as<float>();
+  float* Y = y.as<float>();
+  using kernels::moe_grouped_fp4_gemv;
+  d.fill_bytes(0);  // rows 0: a valid launch computes nothing
+  CHECK(moe_grouped_fp4_gemv(D, 4, 1, X, Y, 64, 64, nullptr) == cudaSuccess);
+  CHECK(moe_grouped_fp4_gemv(nullptr, 4, 1, X, Y, 64, 64, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemv(D, 0, 1, X, Y, 64, 64, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemv(D, 65536, 1, X, Y, 64, 64, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemv(D, 4, 0, X, Y, 64, 64, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemv(D, 4, 17, X, Y, 64, 64, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemv(D, 4, 1, nullptr, Y, 64, 64, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemv(D, 4, 1, X, nullptr, 64, 64, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemv(D, 4, 1, X, x.as<float>(), 64, 64, nullptr) ==
+        cudaErrorInvalidValue);  // y aliases x
+  CHECK(moe_grouped_fp4_gemv(D, 4, 1, X + 2, Y, 64, 64, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemv(D, 4, 1, X, Y + 1, 64, 64, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemv(D, 4, 1, X, Y, 0, 64, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemv(D, 4, 1, X, Y, 64, 48, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemv(D, 4, 1, X, Y, 64, 0, nullptr) == cudaErrorInvalidValue);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+}
+
+}  // namespace dsv41::test
