@@ -48,4 +48,39 @@ int64_t kv_packed_bytes(KvFormat f, int64_t dim);
 cudaError_t kv_quantize(KvFormat f, const float* x, float* xq, uint8_t* packed, int64_t rows,
                         int64_t dim, cudaStream_t stream);
 
+// Window + sparse attention core (§2.2 steps 4-6, §2.6) = dsv41::window_sparse_attention
+// (model/attention/window_sparse_attention.hpp), one softmax over window keys, selected
+// compressed entries and the sink, then the inverse RoPE of the output (rope_rotate):
+//   q          [T, heads, head_dim] fp32 post-RoPE queries
+//   new_packed [T, kv_packed_bytes(kWindowFp8, head_dim)] this call's K=V rows, packed FP8
+//              (kv_quantize's `packed`), position pos0 + t
+//   ring       [capacity, kv_packed_bytes(kWindowFp8, head_dim)] window ring, position p in slot
+//              p % capacity; must hold [max(0, pos0-window+1), pos0); may be null when pos0 == 0
+//   compressed [n_entries, kv_packed_bytes(kCompressedFp4, head_dim)] the KV source's entries
+//              (contiguous); null allowed when n_entries == 0
+//   index      [T, topk] selected entry ids (-1 = none, used in array order); null when topk == 0.
+//              An id >= n_entries makes that token's output rows NaN (the reference throws).
+//   sink [heads] fp32, inv_freq [rope_dim/2] the layer's RoPE table, o [T, heads, head_dim] fp32.
+// Scores are bit-identical to the reference (same sequential fp32 order, unfused); exp is CUDA
+// expf (<= 2 ulp). Needs T >= 0, 1 <= heads <= 65535, head_dim a multiple of 32 in [32, 4096],
+// rope_dim even in [2, head_dim], 1 <= window <= capacity, window <= 65536, 0 <= topk <= 65536,
+// pos0 >= 0, n_entries >= 0, the pointers above non-null; shared memory of
+// 4·(256 + 2·hpb·head_dim + hpb·(window+topk) + topk) + 32·(head_dim·33/32 + 4) bytes (hpb <= 8
+// heads per block) must fit the device.
+cudaError_t window_sparse_attention(const float* q, const uint8_t* new_packed, const uint8_t* ring,
+                                    int capacity, const uint8_t* compressed, int64_t n_entries,
+                                    const int32_t* index, int topk, const float* sink,
+                                    const float* inv_freq, float* o, int64_t T, int heads,
+                                    int head_dim, int rope_dim, int window, int64_t pos0,
+                                    cudaStream_t stream);
+
+// Index top-k (§2.4) = dsv41::select_topk (model/attention/indexer.hpp), exact:
+//   scores [T, n] fp32 (-inf = invisible / not a candidate; no NaN), out [T, k] int32: the ids of
+//   the min(k, n) best by (score descending, lower id first on exact ties), -inf picks dropped,
+//   kept ids ascending, then -1. n == 0 gives all -1 (the reference is not called then).
+// Needs T >= 0, 0 <= n <= INT32_MAX, T <= INT32_MAX, k >= 1, out non-null, scores non-null when
+// T·n > 0. Not tuned: O(n²) comparisons per row.
+cudaError_t select_topk(const float* scores, int64_t T, int64_t n, int k, int32_t* out,
+                        cudaStream_t stream);
+
 }  // namespace dsv41::kernels
