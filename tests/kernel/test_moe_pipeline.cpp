@@ -192,18 +192,19 @@ TEST_CASE("moe_swiglu matches swiglu_activate", "[kernel][moe]") {
       DSV41_CUDA_CHECK(cudaDeviceSynchronize());
       const auto got = download<float>(dg, want.size());
       // exp through fp64 is the correctly rounded fp32 exp (but within 2^-29 ulp of a midpoint);
-      // glibc's expf is within 0.502 ulp, so e may differ by 1 ulp, which moves 1 + e, the
-      // quotient and the two products by at most 1 ulp each: bound 2 ulp (a NaN must match NaN).
+      // glibc's expf is within 0.502 ulp, so e may differ by 1 ulp. The relative difference then
+      // carries through 1 + e, the quotient and the two products, and each of those roundings may
+      // add 1 ulp of its own: bound 4 ulp (a NaN must match NaN). The H200 saw 3 ulp.
       int64_t diff = 0;
       for (size_t i = 0; i < got.size(); ++i) {
         if (std::isnan(want[i]) && std::isnan(got[i])) continue;
         const int64_t a = std::bit_cast<int32_t>(got[i]), b = std::bit_cast<int32_t>(want[i]);
         const int64_t ulps = std::llabs(a - b);
         diff += ulps != 0;
-        if (!(ulps <= 2) && !(got[i] == want[i]))
+        if (!(ulps <= 4) && !(got[i] == want[i]))
           FAIL(fmt::format(
               "n {} inter {} limit {} weight {} seed {:#x}: h[{}, {}] got {} want {} "
-              "({} ulp, bound 2)",
+              "({} ulp, bound 4)",
               n, inter, limit, with_w, seed, i / inter, i % inter, got[i], want[i], ulps));
       }
       INFO(fmt::format("n {} inter {}: {} of {} not bit-identical", n, inter, diff, got.size()));

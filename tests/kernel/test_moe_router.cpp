@@ -31,8 +31,12 @@ struct RouteCase {
 // expf is within 0.502 ulp, log1pf within 1 ulp), the sqrt halves the relative error, so the
 // score is within 2 ulp (2.4e-7 relative); the bias add then rounds both sides once more
 // (<= 1 ulp of the sum). In practice almost every score is bit-identical (counted below).
+// |kernel - CPU| of a biased score: the unbiased scores differ by <= 2 ulp (2.4e-7 relative:
+// correctly rounded exp/log1p vs glibc's), and each side rounds score + bias on its own, so the
+// two roundings may go opposite ways: + 1 ulp of the biased value (2^-23 = 1.2e-7 relative).
+// (The H200 run of 2026-12-03 saw 1 ulp at 2.02 = 2.38e-7 against the former 0.5-ulp term.)
 double score_tol(float biased, float bias) {
-  return 2.4e-7 * std::fabs(double(biased) - bias) + 6e-8 * std::fabs(biased) + 1e-45;
+  return 2.4e-7 * std::fabs(double(biased) - bias) + 1.2e-7 * std::fabs(biased) + 1e-45;
 }
 
 void run_route(const RouteCase& c, uint64_t seed, bool ties) {
@@ -141,9 +145,11 @@ void run_route(const RouteCase& c, uint64_t seed, bool ties) {
     swapped_rows += !same_ids;
     for (int i = 0; i < c.k; ++i) {
       const float g = wts[t * c.k + i], want = ref.weights[t * c.k + i];
-      // Bit-exact rows: the same fp32 ops in the same order. Otherwise: each score within 2.4e-7
-      // relative (+ the bias add), the k-term sum and the division add a few ulp: 2e-6 relative.
-      const double tol = exact ? 0.0 : 2e-6 * std::fabs(want) + 1e-30;
+      // Weights come from the UNBIASED scores, which may differ by an ulp even where the biased
+      // ones are bit-equal (the bias add absorbs it: T 1 E 8 seed 0x725ff901e885e5b6 on the
+      // H200): each score within 2.4e-7 relative, the k-term sum and the division add a few
+      // ulp: 2e-6 relative, on every row.
+      const double tol = 2e-6 * std::fabs(want) + 1e-30;
       if (same_ids && !(std::fabs(double(g) - want) <= tol))
         FAIL(fmt::format("{}: weight t {} rank {} got {} want {} |diff| {} bound {}", where, t, i,
                          g, want, std::fabs(double(g) - want), tol));
