@@ -29,6 +29,15 @@ cudaError_t fp8_block_gemv(const float* x, const uint8_t* w, const uint8_t* scal
 cudaError_t fp4_expert_gemv(const float* x, const uint8_t* w, const uint8_t* scale, float* y,
                             int rows, int64_t out, int64_t in, cudaStream_t stream);
 
+// Storage of a dense (unquantised) weight.
+enum class DenseWeight : int { kF32 = 0, kBF16 = 1 };
+
+// Same product for a BF16 or F32 weight W [out, in] row-major (router gate, head): fp32
+// accumulation (order differs from Linear::forward: per-lane partial sums, then a warp tree).
+// Needs 1 <= rows <= kGemvMaxRows, in % 8 == 0, x and w 16-byte aligned, y not aliasing x.
+cudaError_t dense_gemv(const float* x, const void* w, DenseWeight format, float* y, int rows,
+                       int64_t out, int64_t in, cudaStream_t stream);
+
 // y[r, :] = x[r, :] · (mean(x[r, :]²) + eps)^-1/2 · w (w == nullptr: no weight). x, y [rows, n]
 // fp32, may alias; w [n] fp32. The sum of squares is accumulated in fp64 like the CPU reference
 // (model/rms_norm.hpp). Needs rows >= 0, n >= 1.

@@ -1,0 +1,100 @@
+// Dense BF16 / F32 weight GEMV (spec model-architecture.md §1.4: the router gate [E, D] and the
+// fp32 head [V, D] are stored unquantised): y[rows, out] = x[rows, in] · Wᵀ, fp32 accumulation.
+// CPU reference: Linear::forward for kBF16 / kF32 (model/linear.cpp). One warp per output row;
+// lane l reads the 8-element chunks l, l + 32, ... of its row once (16 B of BF16 or 32 B of F32)
+// and applies them to all `rows` activation rows, so each weight byte is read once per call.
+#include <cuda_bf16.h>
+
+#include "dsv41k/launchers.hpp"
+
+namespace dsv41::kernels {
+namespace {
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kChunk = 8;  // elements per lane step
+
+__device__ __forceinline__ void load_chunk(const uint16_t* w, float (&v)[kChunk]) {
+  const uint4 c = *reinterpret_cast<const uint4*>(w);
+  const uint32_t words[4] = {c.x, c.y, c.z, c.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {  // bf16 -> f32 is a 16-bit shift (exact)
+    v[2 * i] = __uint_as_float(words[i] << 16);
+    v[2 * i + 1] = __uint_as_float(words[i] & 0xFFFF0000u);
+  }
+}
+__device__ __forceinline__ void load_chunk(const float* w, float (&v)[kChunk]) {
+  const float4 a = *reinterpret_cast<const float4*>(w);
+  const float4 b = *reinterpret_cast<const float4*>(w + 4);
+  v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
+  v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
+
+template <typename W, int T>
+__global__ void __launch_bounds__(kThreads)
+    dense_gemv_kernel(const float* __restrict__ x, const W* __restrict__ w, float* __restrict__ y,
+                      int rows, int64_t out, int64_t in) {
+  const int lane = threadIdx.x & 31;
+  const int64_t o = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
+  if (o >= out) return;  // whole warps exit together
+  float acc[T];
+#pragma unroll
+  for (int t = 0; t < T; ++t) acc[t] = 0.0f;
+  const W* wrow = w + o * in;
+  for (int64_t c = static_cast<int64_t>(lane) * kChunk; c < in; c += 32 * kChunk) {
+    float v[kChunk];
+    load_chunk(wrow + c, v);
+#pragma unroll
+    for (int t = 0; t < T; ++t) {
+      if (t < rows) {
+        const float4 a = *reinterpret_cast<const float4*>(x + t * in + c);
+        const float4 b = *reinterpret_cast<const float4*>(x + t * in + c + 4);
+        acc[t] += a.x * v[0] + a.y * v[1] + a.z * v[2] + a.w * v[3] + b.x * v[4] + b.y * v[5] +
+                  b.z * v[6] + b.w * v[7];
+      }
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < T; ++t) {
+    float s = acc[t];
+#pragma unroll
+    for (int m = 16; m >= 1; m >>= 1) s += __shfl_xor_sync(0xFFFFFFFFu, s, m);
+    if (lane == 0 && t < rows) y[t * out + o] = s;
+  }
+}
+
+template <typename W>
+cudaError_t launch(const float* x, const W* w, float* y, int rows, int64_t out, int64_t in,
+                   cudaStream_t stream) {
+  const int64_t blocks = (out + kWarps - 1) / kWarps;
+  if (blocks > 0x7FFFFFFF) return cudaErrorInvalidValue;
+  const unsigned g = static_cast<unsigned>(blocks);
+  if (rows <= 1) {
+    dense_gemv_kernel<W, 1><<<g, kThreads, 0, stream>>>(x, w, y, rows, out, in);
+  } else if (rows <= 4) {
+    dense_gemv_kernel<W, 4><<<g, kThreads, 0, stream>>>(x, w, y, rows, out, in);
+  } else if (rows <= 8) {
+    dense_gemv_kernel<W, 8><<<g, kThreads, 0, stream>>>(x, w, y, rows, out, in);
+  } else {
+    dense_gemv_kernel<W, 16><<<g, kThreads, 0, stream>>>(x, w, y, rows, out, in);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t dense_gemv(const float* x, const void* w, DenseWeight format, float* y, int rows,
+                       int64_t out, int64_t in, cudaStream_t stream) {
+  const auto aligned16 = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
+  if (x == nullptr || w == nullptr || y == nullptr || rows < 1 || rows > kGemvMaxRows || out < 1 ||
+      in < kChunk || in % kChunk != 0 || !aligned16(x) || !aligned16(w) ||
+      static_cast<const void*>(x) == y)
+    return cudaErrorInvalidValue;
+  if (format == DenseWeight::kBF16)
+    return launch(x, static_cast<const uint16_t*>(w), y, rows, out, in, stream);
+  if (format == DenseWeight::kF32)
+    return launch(x, static_cast<const float*>(w), y, rows, out, in, stream);
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace dsv41::kernels

@@ -1,0 +1,121 @@
+// [kernel] dense_gemv vs Linear (BF16 / F32 weights) at tiny and model shapes.
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/cuda_stream.hpp"
+#include "backend/cuda/device_buffer.hpp"
+#include "core/thread_pool.hpp"
+#include "dsv41k/launchers.hpp"
+#include "kernel/gemv_case.hpp"
+#include "loader/checkpoint.hpp"
+#include "loader/safetensors.hpp"
+#include "model/linear.hpp"
+#include "quant/dtype.hpp"
+#include "unit/base/temp_dir.hpp"
+
+namespace dsv41::test {
+namespace {
+
+using kernels::DenseWeight;
+
+void run_dense(DenseWeight f, int64_t out, int64_t in) {
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 rng(seed);
+  const std::vector<float> wf = random_normal(static_cast<size_t>(out * in), rng);
+  std::vector<uint8_t> bytes;
+  if (f == DenseWeight::kBF16) {
+    bytes.resize(wf.size() * 2);
+    for (size_t i = 0; i < wf.size(); ++i) {
+      const uint16_t b = f32_to_bf16(wf[i]);
+      std::memcpy(bytes.data() + 2 * i, &b, 2);
+    }
+  } else {
+    bytes.resize(wf.size() * 4);
+    std::memcpy(bytes.data(), wf.data(), bytes.size());
+  }
+  // Reference: the project's Linear bound from a one-tensor checkpoint of the same bytes.
+  TempDir dir;
+  write_safetensors(
+      dir.file("model.safetensors"),
+      {{"l.weight", f == DenseWeight::kBF16 ? DType::kBF16 : DType::kF32, {out, in}, bytes}});
+  const std::unique_ptr<Checkpoint> ck = Checkpoint::open(dir.path());
+  const Linear lin = Linear::bind(*ck, "l", out, in, QuantizationConfig{});
+  static ThreadPool pool;
+
+  cuda::CudaStream stream;
+  cuda::DeviceBuffer dw(bytes.size());
+  dw.upload(std::span<const uint8_t>(bytes));
+  std::vector<float> row(static_cast<size_t>(in));
+  for (int rows : {1, 2, 7, 8, 16}) {
+    const std::vector<float> x = random_normal(static_cast<size_t>(rows) * in, rng);
+    std::vector<float> want(static_cast<size_t>(rows) * out);
+    lin.forward(x.data(), rows, want.data(), &pool);
+    std::vector<double> tol(want.size());
+    for (int64_t o = 0; o < out; ++o) {
+      lin.dequantize_row(o, row.data());
+      for (int t = 0; t < rows; ++t) {
+        double s = 0;
+        for (int64_t k = 0; k < in; ++k) s += std::fabs(double(row[k]) * x[t * in + k]);
+        tol[t * out + o] = kGemvTolPerAbsDot * s + 1e-30;
+      }
+    }
+    cuda::DeviceBuffer dx(x.size() * 4), dy(want.size() * 4);
+    dx.upload(std::span<const float>(x));
+    dy.fill_bytes(0xFF);  // NaN: an unwritten output fails the comparison
+    DSV41_CUDA_CHECK(kernels::dense_gemv(dx.as<float>(), dw.data(), f, dy.as<float>(), rows, out,
+                                         in, stream.get()));
+    stream.synchronize();
+    std::vector<float> got(want.size());
+    dy.download(std::span<float>(got));
+    require_match(fmt::format("dense {} out {} in {} rows {} seed {:#x}",
+                              f == DenseWeight::kBF16 ? "bf16" : "f32", out, in, rows, seed),
+                  got, want, tol, kGemvMaxNmse);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("dense_gemv matches Linear at tiny shapes", "[kernel][linear]") {
+  if (skip_without_gpu()) return;
+  // out not a multiple of the 8 warps per block; in below, at and above one 256-element lane
+  // sweep, and not a multiple of 256.
+  for (DenseWeight f : {DenseWeight::kBF16, DenseWeight::kF32})
+    for (auto [out, in] : std::vector<std::pair<int64_t, int64_t>>{
+             {1, 8}, {3, 24}, {37, 96}, {9, 256}, {40, 264}, {130, 4096}, {5, 2056}}) {
+      CAPTURE(out, in);
+      run_dense(f, out, in);
+    }
+}
+
+TEST_CASE("dense_gemv matches Linear at model shapes", "[kernel][linear]") {
+  if (skip_without_gpu()) return;
+  run_dense(DenseWeight::kF32, 384, 5120);     // ffn.gate (fp32 after load)
+  run_dense(DenseWeight::kBF16, 16384, 5120);  // a 16k-row slice of the BF16 head
+}
+
+TEST_CASE("dense_gemv rejects unsupported arguments", "[kernel][linear]") {
+  if (skip_without_gpu()) return;
+  cuda::DeviceBuffer x(64 * 4 * 17), w(64 * 64 * 4), y(64 * 4 * 17);
+  const auto call = [&](const float* xp, const void* wp, DenseWeight f, int rows, int64_t in) {
+    return kernels::dense_gemv(xp, wp, f, y.as<float>(), rows, 64, in, nullptr);
+  };
+  const DenseWeight bf = DenseWeight::kBF16;
+  CHECK(call(x.as<float>(), w.data(), bf, 0, 64) == cudaErrorInvalidValue);
+  CHECK(call(x.as<float>(), w.data(), bf, 17, 64) == cudaErrorInvalidValue);
+  CHECK(call(x.as<float>(), w.data(), bf, 1, 60) == cudaErrorInvalidValue);  // in % 8
+  CHECK(call(x.as<float>(), w.data(), bf, 1, 0) == cudaErrorInvalidValue);
+  CHECK(call(x.as<float>() + 1, w.data(), bf, 1, 64) == cudaErrorInvalidValue);
+  CHECK(call(x.as<float>(), w.as<uint8_t>() + 8, bf, 1, 64) == cudaErrorInvalidValue);
+  CHECK(call(x.as<float>(), nullptr, bf, 1, 64) == cudaErrorInvalidValue);
+  CHECK(call(x.as<float>(), w.data(), static_cast<DenseWeight>(5), 1, 64) == cudaErrorInvalidValue);
+  CHECK(kernels::dense_gemv(x.as<float>(), w.data(), bf, x.as<float>(), 1, 64, 64, nullptr) ==
+        cudaErrorInvalidValue);  // y aliases x
+  CHECK(call(x.as<float>(), w.data(), bf, 1, 64) == cudaSuccess);
+  CHECK(call(x.as<float>(), w.data(), DenseWeight::kF32, 16, 64) == cudaSuccess);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+}
+
+}  // namespace dsv41::test
