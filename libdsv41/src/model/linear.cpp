@@ -66,6 +66,60 @@ Linear Linear::slice(int64_t r0, int64_t r1, int64_t c0, int64_t c1,
   return v;
 }
 
+bool Linear::contiguous() const {
+  if (w_ == nullptr || col0_ != 0 || in_ != full_in_) return false;
+  return format_ != WeightFormat::kFp8Block || row0_ % block_rows_ == 0;
+}
+
+int64_t Linear::weight_row_bytes() const {
+  switch (format_) {
+    case WeightFormat::kF32:
+      return full_in_ * 4;
+    case WeightFormat::kBF16:
+      return full_in_ * 2;
+    case WeightFormat::kFp8Block:
+      return full_in_;
+    case WeightFormat::kFp4Row:
+      return full_in_ / 2;
+  }
+  return 0;
+}
+
+const uint8_t* Linear::weight_bytes() const { return w_ + row0_ * weight_row_bytes(); }
+
+int64_t Linear::scale_row_bytes() const {
+  switch (format_) {
+    case WeightFormat::kFp8Block:
+      return (full_in_ + block_cols_ - 1) / block_cols_;
+    case WeightFormat::kFp4Row:
+      return full_in_ / block_cols_;
+    default:
+      return 0;
+  }
+}
+
+int64_t Linear::scale_rows() const {
+  switch (format_) {
+    case WeightFormat::kFp8Block:
+      return (out_ + block_rows_ - 1) / block_rows_;
+    case WeightFormat::kFp4Row:
+      return out_;
+    default:
+      return 0;
+  }
+}
+
+const uint8_t* Linear::scale_bytes() const {
+  switch (format_) {
+    case WeightFormat::kFp8Block:
+      return scale_ + (row0_ / block_rows_) * scale_row_bytes();
+    case WeightFormat::kFp4Row:
+      return scale_ + row0_ * scale_row_bytes();
+    default:
+      return nullptr;
+  }
+}
+
 Linear Linear::bind_plain(const Checkpoint& ck, const std::string& name, int64_t out, int64_t in) {
   TensorView w = ck.expect_any(name, {DType::kBF16, DType::kF32}, {out, in});
   Linear l;

@@ -48,6 +48,19 @@ class Linear {
   // kInvalidArgument (naming `what`) when the range is empty or outside [0, out) x [0, in).
   Linear slice(int64_t r0, int64_t r1, int64_t c0, int64_t c1, const std::string& what) const;
 
+  // The stored bytes of this view, for backends that copy the weight as it is on disk
+  // (backend/cuda/forward/device_linear): true when the view's rows are whole stored rows and,
+  // for FP8, start on a scale-block row, so the weight and the scales of the view are each one
+  // contiguous run of the mmapped file. False for a column slice (tensor-parallel wo_b).
+  bool contiguous() const;
+  const uint8_t* weight_bytes() const;  // stored row 0 of the view
+  int64_t weight_row_bytes() const;     // in·4 (F32), in·2 (BF16), in (FP8), in/2 (FP4)
+  const uint8_t* scale_bytes() const;   // its first scale row; nullptr for BF16/F32
+  int64_t scale_rows() const;           // ceil(out/32) (FP8), out (FP4), 0 (BF16/F32)
+  int64_t scale_row_bytes() const;      // ceil(in/32) (FP8), in/32 (FP4), 0 (BF16/F32)
+  int64_t block_rows() const { return block_rows_; }
+  int64_t block_cols() const { return block_cols_; }
+
  private:
   WeightFormat format_ = WeightFormat::kF32;
   const uint8_t* w_ = nullptr;

@@ -47,6 +47,38 @@ class AttentionLayer {
 
   const LayerRole& role() const { return role_; }
 
+  // Read access for backends that run this layer on other hardware
+  // (backend/cuda/forward/device_attention.hpp); same meaning as the members below.
+  int local_heads() const { return local_heads_; }
+  int local_groups() const { return local_groups_; }
+  bool sharded() const { return local_heads_ != n_heads_; }
+  int head_dim() const { return head_dim_; }
+  int rope_dim() const { return rope_dim_; }
+  int q_lora() const { return q_lora_; }
+  int o_groups() const { return o_groups_; }
+  int o_lora() const { return o_lora_; }
+  int window() const { return window_; }
+  int index_topk() const { return index_topk_; }
+  int candidate_blocks() const { return cand_blocks_; }
+  int candidate_block_size() const { return cand_block_size_; }
+  int candidate_layer() const { return candidate_layer_; }
+  bool uses_candidates() const { return uses_candidates_; }
+  bool has_compressor() const { return has_compressor_; }
+  bool has_indexer() const { return has_indexer_; }
+  float eps() const { return eps_; }
+  const float* inv_freq() const { return inv_freq_; }
+  const float* inv_freq_compress() const { return inv_freq_compress_; }
+  const Linear& wq_a() const { return wq_a_; }
+  const Linear& wq_b() const { return wq_b_; }
+  const Linear& wkv() const { return wkv_; }
+  const Linear& wo_a() const { return wo_a_; }
+  const Linear& wo_b() const { return wo_b_; }
+  const std::vector<float>& q_norm() const { return q_norm_; }
+  const std::vector<float>& kv_norm() const { return kv_norm_; }
+  const std::vector<float>& sink() const { return sink_; }
+  const Compressor& compressor() const { return compressor_; }
+  const Indexer& indexer() const { return indexer_; }
+
   // x: attention input (attn_norm output) [T, hidden]; out: [T, hidden] (a sharded layer: the
   // partial sum over its heads' groups). Requires
   // pos0 == st.window[layer].next_pos (and, on KV sources, == st.source[layer].next_pos()).

@@ -32,6 +32,11 @@ class Compressor {
   static Compressor bind(const Checkpoint& ck, const ModelConfig& cfg, int layer);
 
   int ratio() const { return ratio_; }
+  // Read access for other backends (backend/cuda/forward): wgate_ is bound only for ratio > 1.
+  const Linear& wkv() const { return wkv_; }
+  const Linear& wgate() const { return wgate_; }
+  const std::vector<float>& norm() const { return norm_; }
+  float eps() const { return eps_; }
   // Consumes x [T, hidden] (tokens at st.next_pos()...), updates st.pending_*; returns the groups
   // this call completes (possibly none). Does not touch st.cache / st.n_entries; records the rows
   // in st.recent_* for rollback.

@@ -26,6 +26,15 @@ class Indexer {
   static Indexer bind(const Checkpoint& ck, const ModelConfig& cfg, int layer);
 
   bool owns_keys() const { return owns_keys_; }
+  // Read access for other backends (backend/cuda/forward); wk_ / k_norm_ only on KV sources.
+  int n_heads() const { return n_heads_; }
+  int head_dim() const { return head_dim_; }
+  int ratio() const { return ratio_; }
+  float eps() const { return eps_; }
+  const Linear& wq_b() const { return wq_b_; }
+  const Linear& weights_proj() const { return weights_proj_; }
+  const Linear& wk() const { return wk_; }
+  const std::vector<float>& k_norm() const { return k_norm_; }
   // KV sources: appends the keys of the groups `g` (pre-RoPE latents) to st.cache, packed.
   // Call before append_compressed() (which bumps st.n_entries). prequant (optional, tests):
   // receives the rotated keys before FP4 [n_groups, index_head_dim].

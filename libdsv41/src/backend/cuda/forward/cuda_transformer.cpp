@@ -1,0 +1,249 @@
+// The §3 schedule on the GPU, op for op the sequence of Transformer::forward / run_layer / head.
+#include "backend/cuda/forward/cuda_transformer.hpp"
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "backend/cuda/forward/device_attention.hpp"
+#include "backend/cuda/forward/device_engram.hpp"
+#include "backend/cuda/forward/device_linear.hpp"
+#include "backend/cuda/forward/device_moe.hpp"
+#include "backend/cuda/forward/forward_workspace.hpp"
+#include "backend/cuda/forward/launch_check.hpp"
+#include "core/check.hpp"
+#include "dsv41k/engram.hpp"
+#include "dsv41k/launchers.hpp"
+#include "dsv41k/mhc.hpp"
+#include "model/transformer.hpp"
+
+namespace dsv41::cuda {
+
+struct CudaTransformer::Layer {
+  DeviceBuffer attn_norm, ffn_norm;
+  DeviceBuffer hc_attn_fn, hc_attn_base, hc_attn_scale;
+  DeviceBuffer hc_ffn_fn, hc_ffn_base, hc_ffn_scale;
+  DeviceAttention attn;
+  DeviceMoe ffn;
+  std::optional<DeviceEngram> engram;
+
+  uint64_t device_bytes() const {
+    uint64_t b = attn.device_bytes() + ffn.device_bytes() + (engram ? engram->device_bytes() : 0);
+    for (const DeviceBuffer* v : {&attn_norm, &ffn_norm, &hc_attn_fn, &hc_attn_base, &hc_attn_scale,
+                                  &hc_ffn_fn, &hc_ffn_base, &hc_ffn_scale})
+      b += v->bytes();
+    return b;
+  }
+};
+
+void CudaForwardOptions::validate() const {
+  DSV41_CHECK(max_chunk >= 1 && max_chunk <= 4096, kInvalidArgument,
+              "CudaForwardOptions.max_chunk = {} is outside [1, 4096]", max_chunk);
+  DSV41_CHECK(max_context >= 1, kInvalidArgument,
+              "CudaForwardOptions.max_context = {} must be >= 1", max_context);
+}
+
+CudaTransformer::~CudaTransformer() = default;
+
+std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
+                                                         CudaForwardOptions opts) {
+  opts.validate();
+  const auto t0 = std::chrono::steady_clock::now();
+  const ModelConfig& cfg = cpu.config();
+  const TextConfig& t = cfg.text;
+  DSV41_CHECK(!cpu.plan().sharded(), kUnsupported,
+              "CUDA forward: a tensor-parallel rank (world {}) runs on the CPU backend for now",
+              cpu.plan().world);
+  DSV41_CHECK(cpu.expert_bank() == nullptr, kUnsupported,
+              "CUDA forward: the EXL3 expert banks of a Spark checkpoint run on the CPU backend "
+              "for now");
+  DSV41_CHECK(opts.max_context <= t.max_position_embeddings, kInvalidArgument,
+              "CudaForwardOptions.max_context = {} exceeds max_position_embeddings {}",
+              opts.max_context, t.max_position_embeddings);
+  std::unique_ptr<CudaTransformer> m(new CudaTransformer());
+  m->cpu_ = &cpu;
+  m->opts_ = opts;
+  m->stream_ = std::make_unique<CudaStream>();
+  const ModelWeights& w = cpu.weights();
+  DSV41_CHECK(w.embed.dtype() == DType::kBF16, kUnsupported,
+              "embed.weight is {}, the CUDA embedding reads BF16", dtype_name(w.embed.dtype()));
+  m->embed_ = DeviceBuffer(w.embed.nbytes());
+  m->embed_.upload(w.embed.data, w.embed.nbytes());
+  m->norm_ = upload_f32(w.norm);
+  m->head_ = std::make_unique<DeviceLinear>(DeviceLinear::upload(w.head, "head.weight"));
+  MoeShape moe;
+  moe.dim = t.hidden_size;
+  moe.n_experts = t.n_routed_experts;
+  moe.top_k = t.num_experts_per_tok;
+  moe.gate_temp = static_cast<float>(t.gate_temp);
+  moe.norm_topk_prob = t.norm_topk_prob;
+  moe.routed_scaling_factor = static_cast<float>(t.routed_scaling_factor);
+  moe.swiglu_limit = static_cast<float>(t.swiglu_limit);
+  m->engram_slot_.assign(t.num_hidden_layers, -1);
+  for (size_t i = 0; i < t.engram_layer_ids.size(); ++i)
+    m->engram_slot_[t.engram_layer_ids[i]] = static_cast<int>(i);
+  uint64_t weight_bytes = m->embed_.bytes() + m->norm_.bytes() + m->head_->bytes();
+  for (int l = 0; l < t.num_hidden_layers; ++l) {
+    const LayerWeights& lw = w.layers[l];
+    auto d = std::make_unique<Layer>();
+    d->attn_norm = upload_f32(lw.attn_norm);
+    d->ffn_norm = upload_f32(lw.ffn_norm);
+    d->hc_attn_fn = upload_f32(lw.hc_attn.fn);
+    d->hc_attn_base = upload_f32(lw.hc_attn.base);
+    d->hc_attn_scale = upload_f32(lw.hc_attn.scale);
+    d->hc_ffn_fn = upload_f32(lw.hc_ffn.fn);
+    d->hc_ffn_base = upload_f32(lw.hc_ffn.base);
+    d->hc_ffn_scale = upload_f32(lw.hc_ffn.scale);
+    d->attn = DeviceAttention::upload(lw.attn);
+    d->ffn = DeviceMoe::upload(lw.ffn, moe, l);
+    if (lw.engram) d->engram = DeviceEngram::upload(*lw.engram, l);
+    weight_bytes += d->device_bytes();
+    m->layers_.push_back(std::move(d));
+  }
+  m->ws_ = std::make_unique<ForwardWorkspace>(cfg, opts.max_chunk, opts.max_context);
+  m->stream_->synchronize();
+  size_t free_b = 0, total_b = 0;
+  DSV41_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  m->report_.weight_bytes = weight_bytes;
+  m->report_.workspace_bytes = m->ws_->device_bytes();
+  m->report_.device_used_bytes = total_b - free_b;
+  m->report_.host_peak_rss_bytes = static_cast<uint64_t>(ru.ru_maxrss) * 1024;
+  m->report_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return m;
+}
+
+DeviceSequence CudaTransformer::new_sequence() const {
+  return DeviceSequence(cpu_->config(), opts_.max_context);
+}
+
+std::vector<float> CudaTransformer::forward(DeviceSequence& seq, std::span<const int32_t> ids,
+                                            std::span<const uint8_t> image_flags) const {
+  const TextConfig& t = cpu_->config().text;
+  const int64_t T = static_cast<int64_t>(ids.size()), V = t.vocab_size;
+  DSV41_CHECK(!seq.poisoned_, kInternal,
+              "CUDA forward: this sequence was left inconsistent by an earlier CUDA error; start "
+              "a new one");
+  DSV41_CHECK(T > 0, kInvalidArgument, "forward: no tokens");
+  DSV41_CHECK(image_flags.empty() || static_cast<int64_t>(image_flags.size()) == T,
+              kInvalidArgument, "forward: {} image flags for {} tokens", image_flags.size(), T);
+  DSV41_CHECK(seq.pos_ + T <= seq.max_context_, kContextOverflow,
+              "forward: positions up to {} exceed the CUDA sequence's max_context {}", seq.pos_ + T,
+              seq.max_context_);
+  DSV41_CHECK(seq.window.size() == layers_.size(), kInvalidArgument,
+              "forward: the sequence has {} layers, the model {}", seq.window.size(),
+              layers_.size());
+  for (int64_t i = 0; i < T; ++i)
+    DSV41_CHECK(ids[i] >= 0 && ids[i] < V, kInvalidArgument,
+                "forward: token id {} at position {} is outside the vocabulary of {}", ids[i], i,
+                V);
+  std::vector<float> logits(static_cast<size_t>(T * V));
+  try {
+    for (int64_t c0 = 0; c0 < T; c0 += opts_.max_chunk) {
+      const int64_t n = std::min<int64_t>(opts_.max_chunk, T - c0);
+      run_chunk(seq, ids.subspan(c0, n),
+                image_flags.empty() ? image_flags : image_flags.subspan(c0, n),
+                logits.data() + c0 * V);
+    }
+    stream_->synchronize();
+  } catch (...) {
+    seq.poisoned_ = true;
+    throw;
+  }
+  return logits;
+}
+
+void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> ids,
+                                std::span<const uint8_t> flags, float* logits) const {
+  const TextConfig& t = cpu_->config().text;
+  ForwardWorkspace& ws = *ws_;
+  cudaStream_t s = stream_->get();
+  const int64_t T = static_cast<int64_t>(ids.size()), pos0 = seq.pos_;
+  const int64_t D = t.hidden_size, V = t.vocab_size;
+  const int hc = t.hc_mult;
+  const float eps = static_cast<float>(t.rms_norm_eps), hc_eps = static_cast<float>(t.hc_eps);
+  // Host inputs of the chunk: token ids, image flags, Engram hash ids of the new positions.
+  seq.tokens.insert(seq.tokens.end(), ids.begin(), ids.end());
+  if (flags.empty()) {
+    seq.image_flags.resize(seq.tokens.size(), 0);
+  } else {
+    seq.image_flags.insert(seq.image_flags.end(), flags.begin(), flags.end());
+  }
+  check_launch(cudaMemcpyAsync(ws.ids.data(), ids.data(), T * 4, cudaMemcpyHostToDevice, s), -1,
+               "token ids upload");
+  const uint8_t* dflags = nullptr;
+  if (!flags.empty()) {
+    check_launch(cudaMemcpyAsync(ws.flags.data(), flags.data(), T, cudaMemcpyHostToDevice, s), -1,
+                 "image flags upload");
+    dflags = ws.flags.as<uint8_t>();
+  }
+  std::vector<int64_t> hash;  // [n_engram, T, cols]; must live until the async copy is done
+  int64_t cols = 0;
+  if (const engram::NgramHasher* hasher = cpu_->hasher()) {
+    hash = hasher->ids_for(seq.tokens, seq.image_flags, pos0, pos0 + T);
+    cols = hasher->n_cols();
+    check_launch(cudaMemcpyAsync(ws.hash_ids.data(), hash.data(), hash.size() * 8,
+                                 cudaMemcpyHostToDevice, s),
+                 -1, "Engram hash ids upload");
+  }
+  float* H = ws.H.as<float>();
+  float* Hmid = ws.Hmid.as<float>();
+  float* x = ws.x.as<float>();
+  float* xn = ws.xn.as<float>();
+  float* y = ws.y.as<float>();
+  check_launch(kernels::embed_rows(ws.ids.as<int32_t>(), embed_.as<uint16_t>(), H, T, hc, D, V, s),
+               -1, "embed_rows");
+  const float* pre = ws.pre_init.as<float>();
+  float* pre_a = ws.pre_a.as<float>();
+  float* post_a = ws.post_a.as<float>();
+  float* comb_a = ws.comb_a.as<float>();
+  float* pre_f = ws.pre_f.as<float>();
+  float* post_f = ws.post_f.as<float>();
+  float* comb_f = ws.comb_f.as<float>();
+  for (size_t li = 0; li < layers_.size(); ++li) {
+    const int l = static_cast<int>(li);
+    const Layer& L = *layers_[li];
+    if (L.engram) {  // §3: before the attention site, on all hc streams
+      const int slot = engram_slot_[l];
+      for (int64_t i = slot * T * cols; i < (slot + 1) * T * cols; ++i)
+        DSV41_CHECK(hash[i] >= 0 && hash[i] < L.engram->dims().table_rows, kInternal,
+                    "layer {}: Engram row id {} outside the table of {} rows", l, hash[i],
+                    L.engram->dims().table_rows);
+      L.engram->forward(H, T, ws.hash_ids.as<int64_t>() + slot * T * cols, dflags, eps, ws, s);
+    }
+    // Attention site: mixes of the entering H; collapse with the previous site's pre.
+    check_launch(kernels::hc_mixes(H, L.hc_attn_fn.as<float>(), L.hc_attn_base.as<float>(),
+                                   L.hc_attn_scale.as<float>(), pre_a, post_a, comb_a, T, hc, D,
+                                   t.hc_sinkhorn_iters, hc_eps, eps, s),
+                 l, "hc_mixes attn");
+    check_launch(kernels::hc_collapse(H, pre, x, T, hc, D, s), l, "hc_collapse attn");
+    check_launch(kernels::rms_norm(x, L.attn_norm.as<float>(), xn, T, D, eps, s), l, "attn_norm");
+    L.attn.forward(xn, T, pos0, seq, ws, y, s);
+    check_launch(kernels::hc_expand(y, H, post_a, comb_a, Hmid, T, hc, D, s), l, "hc_expand attn");
+    // FFN site: collapse with the attention site's pre.
+    check_launch(kernels::hc_mixes(Hmid, L.hc_ffn_fn.as<float>(), L.hc_ffn_base.as<float>(),
+                                   L.hc_ffn_scale.as<float>(), pre_f, post_f, comb_f, T, hc, D,
+                                   t.hc_sinkhorn_iters, hc_eps, eps, s),
+                 l, "hc_mixes ffn");
+    check_launch(kernels::hc_collapse(Hmid, pre_a, x, T, hc, D, s), l, "hc_collapse ffn");
+    check_launch(kernels::rms_norm(x, L.ffn_norm.as<float>(), xn, T, D, eps, s), l, "ffn_norm");
+    L.ffn.forward(xn, T, dflags, ws, y, s);
+    check_launch(kernels::hc_expand(y, Hmid, post_f, comb_f, H, T, hc, D, s), l, "hc_expand ffn");
+    pre = pre_f;
+  }
+  // Head: logits = head(norm(collapse(H, pre))).
+  check_launch(kernels::hc_collapse(H, pre, x, T, hc, D, s), -1, "hc_collapse head");
+  check_launch(kernels::rms_norm(x, norm_.as<float>(), x, T, D, eps, s), -1, "norm");
+  float* dlogits = ws.logits.as<float>();
+  head_->gemv(x, T, dlogits, s);
+  check_launch(cudaMemcpyAsync(logits, dlogits, T * V * 4, cudaMemcpyDeviceToHost, s), -1,
+               "logits download");
+  // The host buffers above (ids, flags, hash) are pageable: cudaMemcpyAsync from pageable memory
+  // returns once the source is staged, so they may go out of scope here.
+  seq.pos_ += T;
+}
+
+}  // namespace dsv41::cuda

@@ -1,0 +1,82 @@
+// CudaTransformer: the text model's forward pass on one GPU (spec model-architecture.md §3
+// schedule), the device twin of model/transformer.hpp. Built from a loaded CPU Transformer: every
+// weight is copied from the CPU model's mmapped checkpoint views into device memory in its stored
+// format (no fp32 or staging copy on the host), then a forward call runs embed -> per layer
+// [Engram] -> attention site -> FFN site -> collapse -> norm -> head on one stream, with one
+// host sync (the logits copy) per call. Calls of any length are cut into chunks of at most
+// max_chunk tokens (chunked prefill gives the same numbers as one-shot prefill, §2).
+//
+// Scope now: world 1, release FP8/FP4 checkpoints (EXL3 banks and TP shards throw
+// kUnsupported at upload), no rollback. Numbers: tests/kernel/test_model_forward.cpp
+// (logits vs the CPU backend, greedy continuation), docs/cuda_forward.md.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backend/cuda/cuda_stream.hpp"
+#include "backend/cuda/forward/device_sequence.hpp"
+
+namespace dsv41 {
+class Transformer;
+}
+
+namespace dsv41::cuda {
+
+struct CudaForwardOptions {
+  int max_chunk = 32;          // tokens per device step (workspace rows); 1..4096
+  int64_t max_context = 8192;  // longest sequence; sizes the compressed caches and scores
+  // kInvalidArgument naming the field.
+  void validate() const;
+};
+
+// What upload() measured (the memory report of the load).
+struct CudaLoadReport {
+  uint64_t weight_bytes = 0;         // device bytes of every uploaded weight
+  uint64_t workspace_bytes = 0;      // device bytes of the step scratch
+  uint64_t device_used_bytes = 0;    // cudaMemGetInfo total - free after the upload (all users)
+  uint64_t host_peak_rss_bytes = 0;  // getrusage ru_maxrss after the upload
+  double seconds = 0;
+};
+
+class CudaTransformer {
+ public:
+  // cpu must outlive the result (its checkpoint mapping, tokenizer hasher and config are used).
+  // Throws detail::Failure: kUnsupported for parts the CUDA backend does not run yet (named),
+  // kOutOfMemory naming the allocation, kInvalidArgument for options.
+  static std::unique_ptr<CudaTransformer> upload(const Transformer& cpu,
+                                                 CudaForwardOptions opts = {});
+  ~CudaTransformer();
+
+  const CudaLoadReport& load_report() const { return report_; }
+  const CudaForwardOptions& options() const { return opts_; }
+
+  // A fresh sequence with caches for options().max_context positions.
+  DeviceSequence new_sequence() const;
+
+  // logits [T, vocab] (fp32, host) of the T tokens `ids` appended at seq.pos(); image_flags [T]
+  // or empty. Advances seq.pos() by T. kContextOverflow past the sequence's max_context (state
+  // unchanged); a CUDA error mid-call poisons the sequence (later calls fail naming it).
+  std::vector<float> forward(DeviceSequence& seq, std::span<const int32_t> ids,
+                             std::span<const uint8_t> image_flags = {}) const;
+
+ private:
+  struct Layer;
+  CudaTransformer() = default;
+  void run_chunk(DeviceSequence& seq, std::span<const int32_t> ids, std::span<const uint8_t> flags,
+                 float* logits) const;
+
+  const Transformer* cpu_ = nullptr;
+  CudaForwardOptions opts_;
+  CudaLoadReport report_;
+  std::unique_ptr<CudaStream> stream_;
+  std::unique_ptr<struct ForwardWorkspace> ws_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  DeviceBuffer embed_, norm_;
+  std::unique_ptr<class DeviceLinear> head_;
+  std::vector<int> engram_slot_;
+};
+
+}  // namespace dsv41::cuda

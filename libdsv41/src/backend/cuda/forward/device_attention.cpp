@@ -1,0 +1,294 @@
+// Attention sublayer on the GPU: the op sequence of AttentionLayer::forward (§2.2 steps 1-7) and
+// compressed_branch (§2.3-2.5), one kernel per CPU step.
+#include "backend/cuda/forward/device_attention.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "backend/cuda/forward/launch_check.hpp"
+#include "core/check.hpp"
+#include "dsv41k/attention.hpp"
+#include "dsv41k/csa.hpp"
+#include "dsv41k/launchers.hpp"
+#include "model/attention/attention_layer.hpp"
+
+namespace dsv41::cuda {
+namespace {
+
+using kernels::KvFormat;
+
+DeviceBuffer upload_table(const float* p, int n) {
+  return upload_f32(std::vector<float>(p, p + n));
+}
+
+}  // namespace
+
+DeviceAttention DeviceAttention::upload(const AttentionLayer& a) {
+  DeviceAttention d;
+  d.role_ = a.role();
+  const int l = d.role_.layer;
+  DSV41_CHECK(!a.sharded(), kUnsupported,
+              "layer {}: the CUDA backend runs unsharded attention only (tensor parallelism is on "
+              "the CPU backend)",
+              l);
+  d.heads_ = a.local_heads();
+  d.head_dim_ = a.head_dim();
+  d.rope_dim_ = a.rope_dim();
+  d.q_lora_ = a.q_lora();
+  d.o_groups_ = a.o_groups();
+  d.o_lora_ = a.o_lora();
+  d.window_ = a.window();
+  d.index_topk_ = a.index_topk();
+  d.cand_blocks_ = a.candidate_blocks();
+  d.cand_block_size_ = a.candidate_block_size();
+  d.candidate_layer_ = a.candidate_layer();
+  d.uses_candidates_ = a.uses_candidates();
+  d.has_compressor_ = a.has_compressor();
+  d.has_indexer_ = a.has_indexer();
+  d.eps_ = a.eps();
+  DSV41_CHECK(d.o_lora_ % 32 == 0, kInvalidArgument,
+              "layer {}: o_lora_rank = {} is not a multiple of 32 (the grouped wo_a takes whole "
+              "FP8 scale blocks)",
+              l, d.o_lora_);
+  const std::string p = "layers." + std::to_string(l) + ".attn.";
+  d.wq_a_ = DeviceLinear::upload(a.wq_a(), p + "wq_a");
+  d.wq_b_ = DeviceLinear::upload(a.wq_b(), p + "wq_b");
+  d.wkv_ = DeviceLinear::upload(a.wkv(), p + "wkv");
+  d.wo_a_ = DeviceLinear::upload(a.wo_a(), p + "wo_a");
+  d.wo_b_ = DeviceLinear::upload(a.wo_b(), p + "wo_b");
+  d.q_norm_ = upload_f32(a.q_norm());
+  d.kv_norm_ = upload_f32(a.kv_norm());
+  d.sink_ = upload_f32(a.sink());
+  d.inv_freq_ = upload_table(a.inv_freq(), d.rope_dim_ / 2);
+  d.inv_freq_compress_ = upload_table(a.inv_freq_compress(), d.rope_dim_ / 2);
+  if (d.has_compressor_) {
+    const Compressor& c = a.compressor();
+    d.c_wkv_ = DeviceLinear::upload(c.wkv(), p + "compressor.wkv");
+    if (c.ratio() > 1) d.c_wgate_ = DeviceLinear::upload(c.wgate(), p + "compressor.wgate");
+    d.c_norm_ = upload_f32(c.norm());
+    d.c_eps_ = c.eps();
+  }
+  if (d.has_indexer_) {
+    const Indexer& ix = a.indexer();
+    d.i_heads_ = ix.n_heads();
+    d.i_head_dim_ = ix.head_dim();
+    d.i_ratio_ = ix.ratio();
+    d.i_eps_ = ix.eps();
+    d.owns_keys_ = ix.owns_keys();
+    d.i_wq_b_ = DeviceLinear::upload(ix.wq_b(), p + "indexer.wq_b");
+    d.i_wproj_ = DeviceLinear::upload(ix.weights_proj(), p + "indexer.weights_proj");
+    if (d.owns_keys_) {
+      d.i_wk_ = DeviceLinear::upload(ix.wk(), p + "indexer.wk");
+      d.i_k_norm_ = upload_f32(ix.k_norm());
+    }
+  }
+  return d;
+}
+
+uint64_t DeviceAttention::device_bytes() const {
+  uint64_t b = 0;
+  for (const DeviceLinear* w :
+       {&wq_a_, &wq_b_, &wkv_, &wo_a_, &wo_b_, &c_wkv_, &c_wgate_, &i_wq_b_, &i_wproj_, &i_wk_})
+    b += w->bytes();
+  for (const DeviceBuffer* v :
+       {&q_norm_, &kv_norm_, &sink_, &inv_freq_, &inv_freq_compress_, &c_norm_, &i_k_norm_})
+    b += v->bytes();
+  return b;
+}
+
+// §2.3 (Compressor::run + Indexer::append_keys + append_compressed): this call's groups, the
+// index keys of their pre-RoPE latents, then the rotated FP4 entries, appended in place.
+void DeviceAttention::compress(const float* xn, int64_t T, int64_t pos0, DeviceSource& src,
+                               ForwardWorkspace& ws, cudaStream_t s) const {
+  const int l = role_.layer, r = src.ratio, R = rope_dim_;
+  const int64_t D = head_dim_;
+  DSV41_CHECK(src.layer == l && src.next_pos() == pos0, kInternal,
+              "layer {}: CUDA compressor state expects position {}, the call starts at {}", l,
+              src.next_pos(), pos0);
+  float* skv = ws.stage_kv.as<float>();
+  float* sgate = ws.stage_gate.as<float>();
+  float* latent = ws.latent.as<float>();
+  int64_t ng = 0;
+  if (r == 1) {  // every token is a group; no gate, no pooling
+    c_wkv_.gemv(xn, T, skv, s);
+    ng = T;
+    check_launch(kernels::rms_norm(skv, c_norm_.as<float>(), latent, T, D, c_eps_, s), l,
+                 "compressor.norm");
+  } else {
+    const int64_t P = src.pending;
+    if (P > 0) {  // the open group's rows first
+      check_launch(
+          cudaMemcpyAsync(skv, src.pending_kv.data(), P * D * 4, cudaMemcpyDeviceToDevice, s), l,
+          "compressor pending kv");
+      check_launch(
+          cudaMemcpyAsync(sgate, src.pending_gate.data(), P * D * 4, cudaMemcpyDeviceToDevice, s),
+          l, "compressor pending gate");
+    }
+    c_wkv_.gemv(xn, T, skv + P * D, s);
+    c_wgate_.gemv(xn, T, sgate + P * D, s);
+    const int64_t rows = P + T;
+    ng = rows / r;
+    const int64_t used = ng * r, tail = rows - used;
+    if (ng > 0) {
+      check_launch(kernels::compressor_pool(skv, sgate, latent, ng, r, D, s), l, "compressor_pool");
+      check_launch(kernels::rms_norm(latent, c_norm_.as<float>(), latent, ng, D, c_eps_, s), l,
+                   "compressor.norm");
+    }
+    if (tail > 0) {
+      check_launch(cudaMemcpyAsync(src.pending_kv.data(), skv + used * D, tail * D * 4,
+                                   cudaMemcpyDeviceToDevice, s),
+                   l, "compressor open group kv");
+      check_launch(cudaMemcpyAsync(src.pending_gate.data(), sgate + used * D, tail * D * 4,
+                                   cudaMemcpyDeviceToDevice, s),
+                   l, "compressor open group gate");
+    }
+    src.pending = static_cast<int>(tail);
+  }
+  if (ng == 0) return;
+  DSV41_CHECK(src.n_entries + ng <= src.capacity, kContextOverflow,
+              "layer {}: {} compressed entries exceed the CUDA state's capacity {}", l,
+              src.n_entries + ng, src.capacity);
+  const int64_t first = src.n_entries;
+  if (owns_keys_) {  // §2.4 keys from the pre-RoPE latents
+    const int64_t K = i_head_dim_;
+    float* k = ws.index_k.as<float>();
+    i_wk_.gemv(latent, ng, k, s);
+    check_launch(kernels::rms_norm(k, i_k_norm_.as<float>(), k, ng, K, i_eps_, s), l,
+                 "indexer.k_norm");
+    check_launch(kernels::rope_rotate(k, inv_freq_compress_.as<float>(), ng, 1, static_cast<int>(K),
+                                      R, first * r, r, false, s),
+                 l, "indexer key RoPE");
+    const int64_t kb = kernels::kv_packed_bytes(KvFormat::kIndexFp4, K);
+    check_launch(kernels::kv_quantize(KvFormat::kIndexFp4, k, nullptr,
+                                      src.index_keys.as<uint8_t>() + first * kb, ng, K, s),
+                 l, "index key FP4");
+  }
+  check_launch(kernels::rope_rotate(latent, inv_freq_compress_.as<float>(), ng, 1,
+                                    static_cast<int>(D), R, first * r, r, false, s),
+               l, "compressed entry RoPE");
+  const int64_t cb = kernels::kv_packed_bytes(KvFormat::kCompressedFp4, D);
+  check_launch(kernels::kv_quantize(KvFormat::kCompressedFp4, latent, nullptr,
+                                    src.compressed.as<uint8_t>() + first * cb, ng, D, s),
+               l, "compressed entry FP4");
+  src.n_entries += ng;
+}
+
+// §2.4/§2.5 (the index half of compressed_branch): scores over the KV source's keys, the
+// candidate mask (candidate source) or the restriction to it (later index sources), top-k.
+void DeviceAttention::select(const float* xn, int64_t T, int64_t pos0, const DeviceSource& keys,
+                             ForwardWorkspace& ws, cudaStream_t s) const {
+  const int l = role_.layer;
+  const int64_t n = keys.n_entries;
+  float* qi = ws.index_q.as<float>();
+  float* w = ws.index_w.as<float>();
+  float* scores = ws.scores.as<float>();
+  i_wq_b_.gemv(ws.qr.as<float>(), T, qi, s);
+  check_launch(kernels::rope_rotate(qi, inv_freq_compress_.as<float>(), T, i_heads_, i_head_dim_,
+                                    rope_dim_, pos0, 1, false, s),
+               l, "indexer query RoPE");
+  check_launch(
+      kernels::kv_quantize(KvFormat::kIndexFp4, qi, qi, nullptr, T * i_heads_, i_head_dim_, s), l,
+      "indexer query FP4");
+  i_wproj_.gemv(xn, T, w, s);
+  const uint8_t* mask = nullptr;
+  if (uses_candidates_) {
+    auto it = ws.candidates.find(candidate_layer_);
+    DSV41_CHECK(it != ws.candidates.end(), kInternal, "layer {}: no candidate mask of layer {}", l,
+                candidate_layer_);
+    mask = it->second.as<uint8_t>();
+  }
+  if (n > 0) {
+    check_launch(kernels::indexer_scores(qi, w, keys.index_keys.as<uint8_t>(), mask, scores, T,
+                                         i_heads_, i_head_dim_, n, pos0, i_ratio_, s),
+                 l, "indexer_scores");
+    if (role_.candidate_source)
+      check_launch(
+          kernels::candidate_blocks(scores, T, n, pos0, role_.ratio, cand_blocks_, cand_block_size_,
+                                    ws.candidates.at(l).as<uint8_t>(), nullptr, s),
+          l, "candidate_blocks");
+  }
+  check_launch(kernels::select_topk(n > 0 ? scores : nullptr, T, n, index_topk_,
+                                    ws.selection.at(l).as<int32_t>(), s),
+               l, "select_topk");
+}
+
+void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSequence& seq,
+                              ForwardWorkspace& ws, float* out, cudaStream_t s) const {
+  const int l = role_.layer, R = rope_dim_;
+  const int64_t H = heads_, D = head_dim_;
+  DSV41_CHECK(T >= 1 && T <= ws.max_chunk, kInternal, "layer {}: chunk of {} tokens (max {})", l, T,
+              ws.max_chunk);
+  DeviceWindow& ring = seq.window.at(l);
+  // Step 1: qr = q_norm(x·Wq_aᵀ); q = qr·Wq_bᵀ, RoPE on the last R channels of every head.
+  float* qr = ws.qr.as<float>();
+  float* q = ws.q.as<float>();
+  wq_a_.gemv(xn, T, qr, s);
+  check_launch(kernels::rms_norm(qr, q_norm_.as<float>(), qr, T, q_lora_, eps_, s), l, "q_norm");
+  wq_b_.gemv(qr, T, q, s);
+  check_launch(
+      kernels::rope_rotate(q, inv_freq_.as<float>(), T, heads_, head_dim_, R, pos0, 1, false, s), l,
+      "query RoPE");
+  // Step 2: K=V = FP8(RoPE(kv_norm(x·Wkvᵀ))), packed for the ring.
+  float* kv = ws.kv.as<float>();
+  uint8_t* kv_packed = ws.kv_packed.as<uint8_t>();
+  wkv_.gemv(xn, T, kv, s);
+  check_launch(kernels::rms_norm(kv, kv_norm_.as<float>(), kv, T, D, eps_, s), l, "kv_norm");
+  check_launch(
+      kernels::rope_rotate(kv, inv_freq_.as<float>(), T, 1, head_dim_, R, pos0, 1, false, s), l,
+      "kv RoPE");
+  check_launch(kernels::kv_quantize(KvFormat::kWindowFp8, kv, nullptr, kv_packed, T, D, s), l,
+               "window FP8");
+  // Step 3: compressed entries and the selection.
+  const uint8_t* compressed = nullptr;
+  int64_t n_entries = 0;
+  const int32_t* index = nullptr;
+  int topk = 0;
+  if (role_.ratio > 0) {
+    if (has_compressor_) compress(xn, T, pos0, seq.source.at(l), ws, s);
+    const DeviceSource& src = seq.source.at(role_.kv_layer);
+    DSV41_CHECK(src.layer == role_.kv_layer, kInternal, "layer {}: KV source {} has no state", l,
+                role_.kv_layer);
+    if (has_indexer_) select(xn, T, pos0, src, ws, s);
+    auto it = ws.selection.find(has_indexer_ ? l : role_.index_layer);
+    DSV41_CHECK(it != ws.selection.end(), kInternal, "layer {}: no selection of index source {}", l,
+                role_.index_layer);
+    compressed = src.compressed.as<uint8_t>();
+    n_entries = src.n_entries;
+    index = it->second.as<int32_t>();
+    topk = index_topk_;
+  }
+  // Steps 4-6: window + selected entries + sink, inverse RoPE.
+  float* o = ws.o.as<float>();
+  check_launch(kernels::window_sparse_attention(q, kv_packed, ring.ring.as<uint8_t>(),
+                                                ring.capacity, compressed, n_entries, index, topk,
+                                                sink_.as<float>(), inv_freq_.as<float>(), o, T,
+                                                heads_, head_dim_, R, window_, pos0, s),
+               l, "window_sparse_attention");
+  // Step 7: z_g = u_g·Wo_a[g]ᵀ per group (u_g = the group's heads), out = z·Wo_bᵀ.
+  const int64_t G = o_groups_, L = o_lora_, gin = H * D / G;
+  float* u = ws.u.as<float>();
+  float* zg = ws.zg.as<float>();
+  float* z = ws.z.as<float>();
+  for (int64_t g = 0; g < G; ++g) {
+    check_launch(cudaMemcpy2DAsync(u, gin * 4, o + g * gin, H * D * 4, gin * 4, T,
+                                   cudaMemcpyDeviceToDevice, s),
+                 l, "wo_a group gather");
+    wo_a_.gemv_rows(u, T, g * L, (g + 1) * L, zg, s);
+    check_launch(
+        cudaMemcpy2DAsync(z + g * L, G * L * 4, zg, L * 4, L * 4, T, cudaMemcpyDeviceToDevice, s),
+        l, "wo_a group scatter");
+  }
+  wo_b_.gemv(z, T, out, s);
+  // The ring keeps the newest `capacity` rows: slot of position p = p % capacity, copied in at
+  // most two contiguous runs.
+  const int64_t cap = ring.capacity, eb = ring.entry_bytes;
+  for (int64_t t = std::max<int64_t>(0, T - cap); t < T;) {
+    const int64_t slot = (pos0 + t) % cap, run = std::min(T - t, cap - slot);
+    check_launch(cudaMemcpyAsync(ring.ring.as<uint8_t>() + slot * eb, kv_packed + t * eb, run * eb,
+                                 cudaMemcpyDeviceToDevice, s),
+                 l, "window ring write");
+    t += run;
+  }
+}
+
+}  // namespace dsv41::cuda

@@ -1,0 +1,58 @@
+// One attention sublayer on the GPU (spec model-architecture.md §2.2-2.6), the device twin of
+// model/attention/attention_layer.cpp: the same steps in the same order, each a kernel of
+// kernels/include/dsv41k/{launchers,attention,csa}.hpp judged op by op against that CPU code
+// (tests/kernel/). Weights are uploaded from the CPU layer's checkpoint views.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "backend/cuda/device_buffer.hpp"
+#include "backend/cuda/forward/device_linear.hpp"
+#include "backend/cuda/forward/device_sequence.hpp"
+#include "backend/cuda/forward/forward_workspace.hpp"
+#include "config/model_config.hpp"
+
+namespace dsv41 {
+class AttentionLayer;
+}
+
+namespace dsv41::cuda {
+
+class DeviceAttention {
+ public:
+  // Throws kUnsupported for a tensor-parallel shard (the CUDA backend runs world 1 for now)
+  // and kInvalidArgument for shapes the kernels reject (o_lora_rank not a multiple of 32).
+  static DeviceAttention upload(const AttentionLayer& a);
+
+  // xn [T, hidden] (attn_norm output, device) -> out [T, hidden]; 1 <= T <= ws.max_chunk.
+  // Appends this call's rows to seq (window ring, compressed entries, index keys, open group)
+  // and publishes ws.selection / ws.candidates for the layers after it. pos0 must be the
+  // position of the layer's state (checked).
+  void forward(const float* xn, int64_t T, int64_t pos0, DeviceSequence& seq, ForwardWorkspace& ws,
+               float* out, cudaStream_t stream) const;
+
+  uint64_t device_bytes() const;
+
+ private:
+  void compress(const float* xn, int64_t T, int64_t pos0, DeviceSource& src, ForwardWorkspace& ws,
+                cudaStream_t stream) const;
+  void select(const float* xn, int64_t T, int64_t pos0, const DeviceSource& keys,
+              ForwardWorkspace& ws, cudaStream_t stream) const;
+
+  LayerRole role_;
+  int heads_ = 0, head_dim_ = 0, rope_dim_ = 0, q_lora_ = 0, o_groups_ = 0, o_lora_ = 0;
+  int window_ = 0, index_topk_ = 0, cand_blocks_ = 0, cand_block_size_ = 0, candidate_layer_ = -1;
+  bool has_compressor_ = false, has_indexer_ = false, owns_keys_ = false, uses_candidates_ = false;
+  float eps_ = 0, c_eps_ = 0, i_eps_ = 0;
+  int i_heads_ = 0, i_head_dim_ = 0, i_ratio_ = 1;
+  DeviceLinear wq_a_, wq_b_, wkv_, wo_a_, wo_b_;
+  DeviceBuffer q_norm_, kv_norm_, sink_, inv_freq_, inv_freq_compress_;
+  DeviceLinear c_wkv_, c_wgate_;  // compressor (KV sources); wgate only for ratio > 1
+  DeviceBuffer c_norm_;
+  DeviceLinear i_wq_b_, i_wproj_, i_wk_;  // indexer (index sources); wk on KV sources
+  DeviceBuffer i_k_norm_;
+};
+
+}  // namespace dsv41::cuda

@@ -1,0 +1,139 @@
+#include "backend/cuda/forward/device_linear.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "backend/cuda/cuda_check.hpp"
+#include "core/check.hpp"
+#include "dsv41k/launchers.hpp"
+
+namespace dsv41::cuda {
+
+DeviceLinear DeviceLinear::upload(const Linear& l, const std::string& what) {
+  DSV41_CHECK(l.bound(), kInvalidArgument, "{}: unbound weight", what);
+  DSV41_CHECK(l.contiguous(), kUnsupported,
+              "{}: a column-sliced (tensor-parallel) weight cannot be uploaded to the CUDA backend",
+              what);
+  const int64_t in = l.in_features();
+  const int64_t align = l.format() == WeightFormat::kFp8Block ? 16
+                        : l.format() == WeightFormat::kFp4Row ? 32
+                                                              : 8;
+  DSV41_CHECK(in % align == 0, kInvalidArgument,
+              "{}: input width {} is not a multiple of {} (the CUDA GEMV of this format)", what, in,
+              align);
+  DeviceLinear d;
+  d.format_ = l.format();
+  d.out_ = l.out_features();
+  d.in_ = in;
+  d.block_rows_ = l.block_rows();
+  d.scale_row_bytes_ = l.scale_row_bytes();
+  d.name_ = what;
+  const size_t wbytes = static_cast<size_t>(d.out_ * l.weight_row_bytes());
+  d.w_ = DeviceBuffer(wbytes);
+  d.w_.upload(l.weight_bytes(), wbytes);
+  if (l.scale_bytes() != nullptr) {
+    const size_t sbytes = static_cast<size_t>(l.scale_rows() * l.scale_row_bytes());
+    d.scale_ = DeviceBuffer(sbytes);
+    d.scale_.upload(l.scale_bytes(), sbytes);
+  }
+  return d;
+}
+
+DeviceLinear DeviceLinear::from_f32(const std::vector<float>& w, int64_t out, int64_t in,
+                                    const std::string& what) {
+  DSV41_CHECK(out > 0 && in > 0 && static_cast<int64_t>(w.size()) == out * in, kInvalidArgument,
+              "{}: {} values for a [{}, {}] weight", what, w.size(), out, in);
+  DSV41_CHECK(in % 8 == 0, kInvalidArgument,
+              "{}: input width {} is not a multiple of 8 (the CUDA dense GEMV)", what, in);
+  DeviceLinear d;
+  d.format_ = WeightFormat::kF32;
+  d.out_ = out;
+  d.in_ = in;
+  d.name_ = what;
+  d.w_ = upload_f32(w);
+  return d;
+}
+
+DeviceLinear DeviceLinear::from_fp8(const uint8_t* w, const uint8_t* scale, int64_t out, int64_t in,
+                                    const std::string& what) {
+  DSV41_CHECK(w != nullptr && scale != nullptr && out > 0 && in > 0, kInvalidArgument,
+              "{}: empty FP8 weight", what);
+  DSV41_CHECK(in % 16 == 0, kInvalidArgument,
+              "{}: input width {} is not a multiple of 16 (the CUDA FP8 GEMV)", what, in);
+  DeviceLinear d;
+  d.format_ = WeightFormat::kFp8Block;
+  d.out_ = out;
+  d.in_ = in;
+  d.name_ = what;
+  d.scale_row_bytes_ = (in + 31) / 32;
+  d.w_ = DeviceBuffer(static_cast<size_t>(out * in));
+  d.w_.upload(w, static_cast<size_t>(out * in));
+  const size_t sbytes = static_cast<size_t>(((out + 31) / 32) * d.scale_row_bytes_);
+  d.scale_ = DeviceBuffer(sbytes);
+  d.scale_.upload(scale, sbytes);
+  return d;
+}
+
+void DeviceLinear::gemv(const float* x, int64_t rows, float* y, cudaStream_t stream) const {
+  gemv_rows(x, rows, 0, out_, y, stream);
+}
+
+void DeviceLinear::gemv_rows(const float* x, int64_t rows, int64_t r0, int64_t r1, float* y,
+                             cudaStream_t stream) const {
+  DSV41_CHECK(0 <= r0 && r0 < r1 && r1 <= out_, kInternal, "{}: rows [{}, {}) outside [0, {})",
+              name_, r0, r1, out_);
+  const int64_t n = r1 - r0;
+  const uint8_t* w = w_.as<uint8_t>();
+  const uint8_t* sc = scale_.as<uint8_t>();
+  switch (format_) {
+    case WeightFormat::kFp8Block:
+      DSV41_CHECK(r0 % block_rows_ == 0, kInternal,
+                  "{}: row range starts at {}, not on a {}-row block", name_, r0, block_rows_);
+      w += r0 * in_;
+      sc += (r0 / block_rows_) * scale_row_bytes_;
+      break;
+    case WeightFormat::kFp4Row:
+      w += r0 * (in_ / 2);
+      sc += r0 * scale_row_bytes_;
+      break;
+    case WeightFormat::kBF16:
+      w += r0 * in_ * 2;
+      break;
+    case WeightFormat::kF32:
+      w += r0 * in_ * 4;
+      break;
+  }
+  for (int64_t t0 = 0; t0 < rows; t0 += kernels::kGemvMaxRows) {
+    const int r = static_cast<int>(std::min<int64_t>(kernels::kGemvMaxRows, rows - t0));
+    const float* xc = x + t0 * in_;
+    float* yc = y + t0 * n;
+    cudaError_t e = cudaSuccess;
+    switch (format_) {
+      case WeightFormat::kFp8Block:
+        e = kernels::fp8_block_gemv(xc, w, sc, yc, r, n, in_, stream);
+        break;
+      case WeightFormat::kFp4Row:
+        e = kernels::fp4_expert_gemv(xc, w, sc, yc, r, n, in_, stream);
+        break;
+      case WeightFormat::kBF16:
+        e = kernels::dense_gemv(xc, w, kernels::DenseWeight::kBF16, yc, r, n, in_, stream);
+        break;
+      case WeightFormat::kF32:
+        e = kernels::dense_gemv(xc, w, kernels::DenseWeight::kF32, yc, r, n, in_, stream);
+        break;
+    }
+    if (e != cudaSuccess) {
+      const std::string what = fmt::format("{} GEMV ({} rows, [{}, {}))", name_, r, n, in_);
+      check_cuda(e, what.c_str());
+    }
+  }
+}
+
+DeviceBuffer upload_f32(const std::vector<float>& v) {
+  DeviceBuffer b(v.size() * sizeof(float));
+  b.upload(v.data(), v.size() * sizeof(float));
+  return b;
+}
+
+}  // namespace dsv41::cuda

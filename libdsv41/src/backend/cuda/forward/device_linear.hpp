@@ -1,0 +1,63 @@
+// One Linear weight (model/linear.hpp) in device memory, in its stored format, and the GEMV that
+// reads it (kernels/include/dsv41k/launchers.hpp): FP8 block -> fp8_block_gemv, FP4 rows ->
+// fp4_expert_gemv, BF16/F32 -> dense_gemv. The bytes are copied straight from the mmapped
+// checkpoint view (cudaMemcpy from the mapping: no fp32 or staging copy of the model on the host,
+// spec model-architecture.md §1.4 layouts unchanged).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/device_buffer.hpp"
+#include "model/linear.hpp"
+
+namespace dsv41::cuda {
+
+class DeviceLinear {
+ public:
+  DeviceLinear() = default;
+  // Uploads the view `l`. Throws kUnsupported naming `what` for a column-sliced view
+  // (Linear::contiguous() false: tensor-parallel shards run on the CPU backend for now) and
+  // kInvalidArgument naming `what` for an unbound Linear or an input width the kernels reject
+  // (FP8 in % 16, FP4 in % 32, BF16/F32 in % 8).
+  static DeviceLinear upload(const Linear& l, const std::string& what);
+  // An fp32 weight [out, in] held on the host (the router gate, converted at bind time).
+  static DeviceLinear from_f32(const std::vector<float>& w, int64_t out, int64_t in,
+                               const std::string& what);
+
+  // An FP8 block weight given as raw checkpoint views (Engram's wkv): w [out, in] e4m3, scale
+  // [ceil(out/32), ceil(in/32)] e8m0.
+  static DeviceLinear from_fp8(const uint8_t* w, const uint8_t* scale, int64_t out, int64_t in,
+                               const std::string& what);
+
+  // y[rows, out] = x[rows, in] · Wᵀ for any rows >= 0 (cut into GEMV calls of <= 16 rows; x and
+  // y device pointers, 16-byte aligned, row strides in / out). Throws naming the weight on a
+  // launch error.
+  void gemv(const float* x, int64_t rows, float* y, cudaStream_t stream) const;
+  // Output rows [r0, r1) only (the grouped wo_a): y[rows, r1 - r0]. FP8 needs r0 on a 32-row
+  // scale block; FP4 / dense any range.
+  void gemv_rows(const float* x, int64_t rows, int64_t r0, int64_t r1, float* y,
+                 cudaStream_t stream) const;
+
+  WeightFormat format() const { return format_; }
+  int64_t out_features() const { return out_; }
+  int64_t in_features() const { return in_; }
+  const uint8_t* weight() const { return w_.as<uint8_t>(); }
+  const uint8_t* scale() const { return scale_.as<uint8_t>(); }
+  uint64_t bytes() const { return w_.bytes() + scale_.bytes(); }
+  const std::string& name() const { return name_; }
+
+ private:
+  WeightFormat format_ = WeightFormat::kF32;
+  DeviceBuffer w_, scale_;
+  int64_t out_ = 0, in_ = 0, block_rows_ = 32, scale_row_bytes_ = 0;
+  std::string name_;
+};
+
+// A small fp32 vector (norm weights, sinks, biases) in device memory.
+DeviceBuffer upload_f32(const std::vector<float>& v);
+
+}  // namespace dsv41::cuda

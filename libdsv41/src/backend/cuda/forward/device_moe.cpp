@@ -1,0 +1,143 @@
+#include "backend/cuda/forward/device_moe.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "backend/cuda/forward/launch_check.hpp"
+#include "core/check.hpp"
+#include "dsv41k/moe.hpp"
+
+namespace dsv41::cuda {
+namespace {
+
+DeviceBuffer pointer_table(const std::vector<const uint8_t*>& p) {
+  DeviceBuffer b(p.size() * sizeof(const uint8_t*));
+  b.upload(p.data(), p.size() * sizeof(const uint8_t*));
+  return b;
+}
+
+}  // namespace
+
+DeviceMoe DeviceMoe::upload(const MoeWeights& w, const MoeShape& s, int layer) {
+  DeviceMoe d;
+  d.layer_ = layer;
+  d.shape_ = s;
+  const std::string p = "layers." + std::to_string(layer) + ".ffn.";
+  DSV41_CHECK(w.expert_begin == 0 && w.expert_end == s.n_experts, kUnsupported,
+              "{}experts: the CUDA backend needs all {} routed experts on this rank (it holds [{}, "
+              "{}))",
+              p, s.n_experts, w.expert_begin, w.expert_end);
+  DSV41_CHECK(s.n_experts <= kernels::kMoeMaxExperts && s.top_k <= kernels::kMoeMaxTopK,
+              kInvalidArgument, "{}: {} experts / top-{} exceed the CUDA MoE limits ({} / {})", p,
+              s.n_experts, s.top_k, kernels::kMoeMaxExperts, kernels::kMoeMaxTopK);
+  d.gate_ = DeviceLinear::from_f32(w.gate, s.n_experts, s.dim, p + "gate.weight");
+  d.bias_ = upload_f32(w.bias);
+  d.bias_vl_ = upload_f32(w.bias_vl.empty() ? w.bias : w.bias_vl);
+  std::vector<const uint8_t*> w1, s1, w2, s2, w3, s3;
+  for (int e = 0; e < s.n_experts; ++e) {
+    const ExpertWeights& ex = w.experts.at(e);
+    const std::string pe = p + "experts." + std::to_string(e) + ".";
+    for (const auto& [lin, name] : {std::pair{&ex.w1, "w1"}, {&ex.w2, "w2"}, {&ex.w3, "w3"}})
+      DSV41_CHECK(lin->bound() && lin->format() == WeightFormat::kFp4Row, kUnsupported,
+                  "{}{}: the CUDA backend runs release FP4 experts only (unbound, or another "
+                  "format: EXL3 banks stay on the CPU backend for now)",
+                  pe, name);
+    d.w1_.push_back(DeviceLinear::upload(ex.w1, pe + "w1"));
+    d.w2_.push_back(DeviceLinear::upload(ex.w2, pe + "w2"));
+    d.w3_.push_back(DeviceLinear::upload(ex.w3, pe + "w3"));
+    w1.push_back(d.w1_.back().weight());
+    s1.push_back(d.w1_.back().scale());
+    w2.push_back(d.w2_.back().weight());
+    s2.push_back(d.w2_.back().scale());
+    w3.push_back(d.w3_.back().weight());
+    s3.push_back(d.w3_.back().scale());
+  }
+  d.inter_ = d.w1_.front().out_features();
+  d.w1_table_ = pointer_table(w1);
+  d.w1_scales_ = pointer_table(s1);
+  d.w2_table_ = pointer_table(w2);
+  d.w2_scales_ = pointer_table(s2);
+  d.w3_table_ = pointer_table(w3);
+  d.w3_scales_ = pointer_table(s3);
+  d.shared_w1_ = DeviceLinear::upload(w.shared.w1, p + "shared_experts.w1");
+  d.shared_w2_ = DeviceLinear::upload(w.shared.w2, p + "shared_experts.w2");
+  d.shared_w3_ = DeviceLinear::upload(w.shared.w3, p + "shared_experts.w3");
+  d.shared_inter_ = d.shared_w1_.out_features();
+  return d;
+}
+
+uint64_t DeviceMoe::device_bytes() const {
+  uint64_t b = gate_.bytes() + bias_.bytes() + bias_vl_.bytes() + shared_w1_.bytes() +
+               shared_w2_.bytes() + shared_w3_.bytes();
+  for (size_t e = 0; e < w1_.size(); ++e) b += w1_[e].bytes() + w2_[e].bytes() + w3_[e].bytes();
+  return b;
+}
+
+void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, ForwardWorkspace& ws,
+                        float* y, cudaStream_t s) const {
+  const int l = layer_, E = shape_.n_experts, k = shape_.top_k;
+  const int64_t D = shape_.dim;
+  DSV41_CHECK(T >= 1 && T <= ws.max_chunk, kInternal, "layer {}: chunk of {} tokens (max {})", l, T,
+              ws.max_chunk);
+  float* logits = ws.logits_e.as<float>();
+  int32_t* ids = ws.route_ids.as<int32_t>();
+  float* rw = ws.route_w.as<float>();
+  int32_t* counts = ws.counts.as<int32_t>();
+  int32_t* offsets = ws.offsets.as<int32_t>();
+  int32_t* slot_token = ws.slot_token.as<int32_t>();
+  float* slot_weight = ws.slot_weight.as<float>();
+  int32_t* inv = ws.inv.as<int32_t>();
+  float* xs = ws.xs.as<float>();
+  float* ys = ws.ys.as<float>();
+  float* g = ws.g.as<float>();
+  float* gu = ws.gu.as<float>();
+  gate_.gemv(xn, T, logits, s);
+  check_launch(kernels::moe_route(logits, bias_.as<float>(), bias_vl_.as<float>(), flags, ids, rw,
+                                  nullptr, T, E, k, shape_.gate_temp, shape_.norm_topk_prob,
+                                  shape_.routed_scaling_factor, s),
+               l, "moe_route");
+  check_launch(
+      kernels::moe_permute(ids, rw, T, k, 0, E, counts, offsets, slot_token, slot_weight, inv, s),
+      l, "moe_permute");
+  const int32_t* n_slots = offsets + E;
+  check_launch(kernels::moe_gather(xn, slot_token, n_slots, xs, T * k, D, s), l, "moe_gather");
+  auto* dg = ws.desc_gate.as<kernels::MoeGemvDesc>();
+  auto* du = ws.desc_up.as<kernels::MoeGemvDesc>();
+  auto* dd = ws.desc_down.as<kernels::MoeGemvDesc>();
+  const int64_t cap = ws.desc_capacity;
+  auto table = [](const DeviceBuffer& b) { return b.as<const uint8_t* const>(); };
+  check_launch(kernels::moe_expert_descriptors(counts, offsets, E, table(w1_table_),
+                                               table(w1_scales_), 0, dg, cap, s),
+               l, "moe_expert_descriptors w1");
+  check_launch(kernels::moe_expert_descriptors(counts, offsets, E, table(w3_table_),
+                                               table(w3_scales_), 0, du, cap, s),
+               l, "moe_expert_descriptors w3");
+  check_launch(kernels::moe_expert_descriptors(counts, offsets, E, table(w2_table_),
+                                               table(w2_scales_), 0, dd, cap, s),
+               l, "moe_expert_descriptors w2");
+  // A bucket holds each token at most once, so no descriptor has more than T rows.
+  const int max_rows = static_cast<int>(std::min<int64_t>(T, kernels::kMoeGemvMaxRows));
+  const int n_desc = static_cast<int>(cap);
+  check_launch(kernels::moe_grouped_fp4_gemv(dg, n_desc, max_rows, xs, g, inter_, D, s), l,
+               "moe_grouped_fp4_gemv w1");
+  check_launch(kernels::moe_grouped_fp4_gemv(du, n_desc, max_rows, xs, gu, inter_, D, s), l,
+               "moe_grouped_fp4_gemv w3");
+  check_launch(
+      kernels::moe_swiglu(g, gu, slot_weight, n_slots, T * k, inter_, shape_.swiglu_limit, s), l,
+      "moe_swiglu");
+  check_launch(kernels::moe_grouped_fp4_gemv(dd, n_desc, max_rows, g, ys, D, inter_, s), l,
+               "moe_grouped_fp4_gemv w2");
+  // Shared expert, weight 1.
+  float* sg = ws.shared_g.as<float>();
+  float* su = ws.shared_u.as<float>();
+  float* sy = ws.shared_y.as<float>();
+  shared_w1_.gemv(xn, T, sg, s);
+  shared_w3_.gemv(xn, T, su, s);
+  check_launch(
+      kernels::moe_swiglu(sg, su, nullptr, nullptr, T, shared_inter_, shape_.swiglu_limit, s), l,
+      "shared expert SwiGLU");
+  shared_w2_.gemv(sg, T, sy, s);
+  check_launch(kernels::moe_combine(ys, ids, inv, sy, y, T, k, D, s), l, "moe_combine");
+}
+
+}  // namespace dsv41::cuda

@@ -1,0 +1,44 @@
+// One MoE sublayer on the GPU (spec model-architecture.md §4), the device twin of
+// dsv41::moe_forward with the checkpoint's release-format experts: dense gate GEMV, moe_route,
+// moe_permute, moe_gather, grouped FP4 GEMVs (gate, up), SwiGLU with the route weight, grouped
+// down GEMV, the FP8 shared expert, moe_combine (data flow in kernels/include/dsv41k/moe.hpp).
+// No host sync: expert bucket sizes stay on the device.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/cuda/device_buffer.hpp"
+#include "backend/cuda/forward/device_linear.hpp"
+#include "backend/cuda/forward/forward_workspace.hpp"
+#include "model/moe.hpp"
+
+namespace dsv41::cuda {
+
+class DeviceMoe {
+ public:
+  // Throws kUnsupported for a rank's expert shard or experts that are not release FP4 (the
+  // EXL3 banks of a Spark checkpoint run on the CPU backend for now), naming the tensor.
+  static DeviceMoe upload(const MoeWeights& w, const MoeShape& s, int layer);
+
+  // xn [T, D] (ffn_norm output) -> y [T, D]; flags [T] uint8 device or null; T <= ws.max_chunk.
+  void forward(const float* xn, int64_t T, const uint8_t* flags, ForwardWorkspace& ws, float* y,
+               cudaStream_t stream) const;
+
+  uint64_t device_bytes() const;
+
+ private:
+  int layer_ = -1;
+  MoeShape shape_;
+  int64_t inter_ = 0, shared_inter_ = 0;
+  DeviceLinear gate_;
+  DeviceBuffer bias_, bias_vl_;
+  std::vector<DeviceLinear> w1_, w2_, w3_;  // routed experts [E]
+  // Device arrays of the experts' weight / scale pointers, [E] each (moe_expert_descriptors).
+  DeviceBuffer w1_table_, w1_scales_, w3_table_, w3_scales_, w2_table_, w2_scales_;
+  DeviceLinear shared_w1_, shared_w2_, shared_w3_;
+};
+
+}  // namespace dsv41::cuda

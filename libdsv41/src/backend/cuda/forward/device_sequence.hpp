@@ -1,0 +1,66 @@
+// Per-sequence state of the CUDA forward (the device twin of model/attention/attention_state.hpp,
+// spec model-architecture.md §2.2-2.8): every layer's FP8 window ring and every KV source's
+// packed compressed entries, packed index keys and the fp32 rows of the compressor's open group,
+// in contiguous device buffers sized for `max_context` positions (the CPU state pages its caches;
+// here the capacity is fixed when the sequence is made). Positions and counts are host integers:
+// every size of a step is known on the host before it is queued, so a step needs no device sync.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/cuda/device_buffer.hpp"
+
+namespace dsv41 {
+struct ModelConfig;
+}
+
+namespace dsv41::cuda {
+
+// §2.2 step 2: K=V rows of one layer, post-RoPE, packed FP8 (528 B/slot released); position p
+// in slot p % capacity, capacity = sliding_window (no rollback slots yet).
+struct DeviceWindow {
+  DeviceBuffer ring;  // [capacity, entry_bytes]
+  int capacity = 0;
+  int64_t entry_bytes = 0;
+};
+
+// §2.3/§2.4: what one KV-source layer keeps. Entry j stands for source tokens [j·ratio,
+// (j+1)·ratio).
+struct DeviceSource {
+  int layer = -1;
+  int ratio = 0;
+  int64_t capacity = 0;       // entries = max_context / ratio
+  int64_t n_entries = 0;      // entries appended so far
+  int pending = 0;            // rows of the open group (< ratio), in pending_kv / pending_gate
+  DeviceBuffer compressed;    // [capacity, kv_packed_bytes(kCompressedFp4, head_dim)]
+  DeviceBuffer index_keys;    // [capacity, kv_packed_bytes(kIndexFp4, index_head_dim)]
+  DeviceBuffer pending_kv;    // [ratio - 1, head_dim] fp32 (ratio > 1)
+  DeviceBuffer pending_gate;  // [ratio - 1, head_dim] fp32 (ratio > 1)
+  int64_t next_pos() const { return n_entries * ratio + pending; }
+};
+
+class DeviceSequence {
+ public:
+  // Sized from cfg.text / cfg.roles (validated config); throws kOutOfMemory naming the bytes.
+  DeviceSequence(const ModelConfig& cfg, int64_t max_context);
+  DeviceSequence(DeviceSequence&&) noexcept = default;
+  DeviceSequence& operator=(DeviceSequence&&) noexcept = default;
+
+  int64_t pos() const { return pos_; }
+  int64_t max_context() const { return max_context_; }
+  uint64_t device_bytes() const;  // every buffer above
+
+  std::vector<int32_t> tokens;       // the history, for the Engram hash (host side)
+  std::vector<uint8_t> image_flags;  // [tokens.size()]
+  std::vector<DeviceWindow> window;  // [layers]
+  std::vector<DeviceSource> source;  // [layers], layer = -1 unless a KV source
+
+ private:
+  friend class CudaTransformer;
+  int64_t pos_ = 0;
+  int64_t max_context_ = 0;
+  bool poisoned_ = false;  // a CUDA error left the device state half-updated
+};
+
+}  // namespace dsv41::cuda
