@@ -100,9 +100,16 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
     d->ffn = DeviceMoe::upload(lw.ffn, moe, l);
     if (lw.engram) d->engram = DeviceEngram::upload(*lw.engram, l);
     weight_bytes += d->device_bytes();
+    m->report_.expert_bytes = d->ffn.expert_bytes();
+    m->report_.routed_bytes += d->ffn.expert_bytes() * d->ffn.n_experts();
     m->layers_.push_back(std::move(d));
   }
   m->ws_ = std::make_unique<ForwardWorkspace>(cfg, opts.max_chunk, opts.max_context);
+  const size_t C = static_cast<size_t>(opts.max_chunk);
+  m->stage_ids_ = std::make_unique<PinnedBuffer>(C * 4);
+  m->stage_flags_ = std::make_unique<PinnedBuffer>(C);
+  m->stage_hash_ = std::make_unique<PinnedBuffer>(m->ws_->hash_ids.bytes());
+  m->stage_logits_ = std::make_unique<PinnedBuffer>(C * t.vocab_size * 4);
   m->stream_->synchronize();
   size_t free_b = 0, total_b = 0;
   DSV41_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
@@ -120,10 +127,9 @@ DeviceSequence CudaTransformer::new_sequence() const {
   return DeviceSequence(cpu_->config(), opts_.max_context);
 }
 
-std::vector<float> CudaTransformer::forward(DeviceSequence& seq, std::span<const int32_t> ids,
-                                            std::span<const uint8_t> image_flags) const {
-  const TextConfig& t = cpu_->config().text;
-  const int64_t T = static_cast<int64_t>(ids.size()), V = t.vocab_size;
+void CudaTransformer::check_call(const DeviceSequence& seq, std::span<const int32_t> ids,
+                                 std::span<const uint8_t> image_flags) const {
+  const int64_t T = static_cast<int64_t>(ids.size()), V = cpu_->config().text.vocab_size;
   DSV41_CHECK(!seq.poisoned_, kInternal,
               "CUDA forward: this sequence was left inconsistent by an earlier CUDA error; start "
               "a new one");
@@ -140,15 +146,24 @@ std::vector<float> CudaTransformer::forward(DeviceSequence& seq, std::span<const
     DSV41_CHECK(ids[i] >= 0 && ids[i] < V, kInvalidArgument,
                 "forward: token id {} at position {} is outside the vocabulary of {}", ids[i], i,
                 V);
+}
+
+std::vector<float> CudaTransformer::forward(DeviceSequence& seq, std::span<const int32_t> ids,
+                                            std::span<const uint8_t> image_flags) const {
+  check_call(seq, ids, image_flags);
+  const int64_t T = static_cast<int64_t>(ids.size()), V = cpu_->config().text.vocab_size;
   std::vector<float> logits(static_cast<size_t>(T * V));
   try {
     for (int64_t c0 = 0; c0 < T; c0 += opts_.max_chunk) {
       const int64_t n = std::min<int64_t>(opts_.max_chunk, T - c0);
       run_chunk(seq, ids.subspan(c0, n),
-                image_flags.empty() ? image_flags : image_flags.subspan(c0, n),
-                logits.data() + c0 * V);
+                image_flags.empty() ? image_flags : image_flags.subspan(c0, n));
+      check_launch(cudaMemcpyAsync(stage_logits_->data(), ws_->logits.data(), n * V * 4,
+                                   cudaMemcpyDeviceToHost, stream_->get()),
+                   -1, "logits download");
+      stream_->synchronize();  // the staging is reused by the next chunk
+      std::copy_n(stage_logits_->as<float>(), n * V, logits.data() + c0 * V);
     }
-    stream_->synchronize();
   } catch (...) {
     seq.poisoned_ = true;
     throw;
@@ -156,8 +171,24 @@ std::vector<float> CudaTransformer::forward(DeviceSequence& seq, std::span<const
   return logits;
 }
 
+void CudaTransformer::enqueue(DeviceSequence& seq, std::span<const int32_t> ids,
+                              std::span<const uint8_t> image_flags) const {
+  check_call(seq, ids, image_flags);
+  DSV41_CHECK(static_cast<int64_t>(ids.size()) <= opts_.max_chunk, kInvalidArgument,
+              "enqueue: {} tokens exceed CudaForwardOptions.max_chunk = {}", ids.size(),
+              opts_.max_chunk);
+  try {
+    run_chunk(seq, ids, image_flags);
+  } catch (...) {
+    seq.poisoned_ = true;
+    throw;
+  }
+}
+
+const float* CudaTransformer::device_logits() const { return ws_->logits.as<float>(); }
+
 void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> ids,
-                                std::span<const uint8_t> flags, float* logits) const {
+                                std::span<const uint8_t> flags) const {
   const TextConfig& t = cpu_->config().text;
   ForwardWorkspace& ws = *ws_;
   cudaStream_t s = stream_->get();
@@ -172,20 +203,24 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
   } else {
     seq.image_flags.insert(seq.image_flags.end(), flags.begin(), flags.end());
   }
-  check_launch(cudaMemcpyAsync(ws.ids.data(), ids.data(), T * 4, cudaMemcpyHostToDevice, s), -1,
-               "token ids upload");
+  std::copy(ids.begin(), ids.end(), stage_ids_->as<int32_t>());
+  check_launch(cudaMemcpyAsync(ws.ids.data(), stage_ids_->data(), T * 4, cudaMemcpyHostToDevice, s),
+               -1, "token ids upload");
   const uint8_t* dflags = nullptr;
   if (!flags.empty()) {
-    check_launch(cudaMemcpyAsync(ws.flags.data(), flags.data(), T, cudaMemcpyHostToDevice, s), -1,
-                 "image flags upload");
+    std::copy(flags.begin(), flags.end(), stage_flags_->as<uint8_t>());
+    check_launch(
+        cudaMemcpyAsync(ws.flags.data(), stage_flags_->data(), T, cudaMemcpyHostToDevice, s), -1,
+        "image flags upload");
     dflags = ws.flags.as<uint8_t>();
   }
-  std::vector<int64_t> hash;  // [n_engram, T, cols]; must live until the async copy is done
+  std::vector<int64_t> hash;  // [n_engram, T, cols]
   int64_t cols = 0;
   if (const engram::NgramHasher* hasher = cpu_->hasher()) {
     hash = hasher->ids_for(seq.tokens, seq.image_flags, pos0, pos0 + T);
     cols = hasher->n_cols();
-    check_launch(cudaMemcpyAsync(ws.hash_ids.data(), hash.data(), hash.size() * 8,
+    std::copy(hash.begin(), hash.end(), stage_hash_->as<int64_t>());
+    check_launch(cudaMemcpyAsync(ws.hash_ids.data(), stage_hash_->data(), hash.size() * 8,
                                  cudaMemcpyHostToDevice, s),
                  -1, "Engram hash ids upload");
   }
@@ -237,12 +272,7 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
   // Head: logits = head(norm(collapse(H, pre))).
   check_launch(kernels::hc_collapse(H, pre, x, T, hc, D, s), -1, "hc_collapse head");
   check_launch(kernels::rms_norm(x, norm_.as<float>(), x, T, D, eps, s), -1, "norm");
-  float* dlogits = ws.logits.as<float>();
-  head_->gemv(x, T, dlogits, s);
-  check_launch(cudaMemcpyAsync(logits, dlogits, T * V * 4, cudaMemcpyDeviceToHost, s), -1,
-               "logits download");
-  // The host buffers above (ids, flags, hash) are pageable: cudaMemcpyAsync from pageable memory
-  // returns once the source is staged, so they may go out of scope here.
+  head_->gemv(x, T, ws.logits.as<float>(), s);
   seq.pos_ += T;
 }
 

@@ -11,6 +11,8 @@
 // (logits vs the CPU backend, greedy continuation), docs/cuda_forward.md.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -18,6 +20,7 @@
 
 #include "backend/cuda/cuda_stream.hpp"
 #include "backend/cuda/forward/device_sequence.hpp"
+#include "backend/cuda/pinned_buffer.hpp"
 
 namespace dsv41 {
 class Transformer;
@@ -62,17 +65,31 @@ class CudaTransformer {
   std::vector<float> forward(DeviceSequence& seq, std::span<const int32_t> ids,
                              std::span<const uint8_t> image_flags = {}) const;
 
+  // One chunk of 1..max_chunk tokens queued on stream() without waiting; its logits [T, vocab]
+  // stay in device memory at device_logits() until the next call. Same checks as forward().
+  // The host inputs are staged in pinned memory before the copies are queued, so the call can be
+  // recorded into a CUDA graph (stream capture on stream()); the staging is reused by the next
+  // call, so synchronise stream() before the next enqueue() / forward().
+  void enqueue(DeviceSequence& seq, std::span<const int32_t> ids,
+               std::span<const uint8_t> image_flags = {}) const;
+  const float* device_logits() const;
+  cudaStream_t stream() const { return stream_->get(); }
+
  private:
   struct Layer;
   CudaTransformer() = default;
-  void run_chunk(DeviceSequence& seq, std::span<const int32_t> ids, std::span<const uint8_t> flags,
-                 float* logits) const;
+  void check_call(const DeviceSequence& seq, std::span<const int32_t> ids,
+                  std::span<const uint8_t> image_flags) const;
+  void run_chunk(DeviceSequence& seq, std::span<const int32_t> ids,
+                 std::span<const uint8_t> flags) const;
 
   const Transformer* cpu_ = nullptr;
   CudaForwardOptions opts_;
   CudaLoadReport report_;
   std::unique_ptr<CudaStream> stream_;
   std::unique_ptr<struct ForwardWorkspace> ws_;
+  // Pinned staging of one chunk: ids [C] int32, flags [C], Engram hash ids, logits [C, vocab].
+  std::unique_ptr<PinnedBuffer> stage_ids_, stage_flags_, stage_hash_, stage_logits_;
   std::vector<std::unique_ptr<Layer>> layers_;
   DeviceBuffer embed_, norm_;
   std::unique_ptr<class DeviceLinear> head_;

@@ -73,6 +73,10 @@ uint64_t DeviceMoe::device_bytes() const {
   return b;
 }
 
+uint64_t DeviceMoe::expert_bytes() const {
+  return w1_.empty() ? 0 : w1_[0].bytes() + w2_[0].bytes() + w3_[0].bytes();
+}
+
 void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, ForwardWorkspace& ws,
                         float* y, cudaStream_t s) const {
   const int l = layer_, E = shape_.n_experts, k = shape_.top_k;

@@ -28,6 +28,9 @@ class DeviceMoe {
                cudaStream_t stream) const;
 
   uint64_t device_bytes() const;
+  // Bytes of one routed expert (w1 + w3 + w2 with scales), all experts being the same shape.
+  uint64_t expert_bytes() const;
+  int n_experts() const { return shape_.n_experts; }
 
  private:
   int layer_ = -1;
