@@ -1,0 +1,212 @@
+// Decode and prefill of the whole model on one GPU through cuda::CudaTransformer
+// (backend/cuda/forward/), at the geometry of the checkpoint in DIR (e.g. the synthetic
+// full-geometry checkpoint of bench/synthetic/, docs/perf.md "CUDA forward").
+//
+// For every context c: a fresh sequence is prefilled to c with random tokens (untimed), one
+// prefill chunk of `chunk` tokens at c is timed (enqueue + sync, logits stay on the device), then
+// decode steps of R rows (a verify batch) are timed at context ≈ c + chunk:
+//   host-driven  wall time of forward() (launches, input staging, logits copy to the host)
+//   graph        one step captured into a CUDA graph and replayed (device time of the same
+//                kernels without launch overhead; the replays rewrite the same positions, so the
+//                sequence is discarded afterwards)
+// Bytes per step = every non-routed weight except the embedding table + the distinct routed
+// experts of the step (R = 1: top-k per layer; R > 1: the expected distinct count k' = E·(1 -
+// (1 - k/E)^R) under uniform routing, which random weights give) — KV reads (< 0.1 % at 32k) are
+// left out. Floor = bytes / 4.8 TB/s.
+// Usage: dsv41_bench_cuda_forward DIR [contexts=0,8192,32768] [rows=1,2,6,16] [repeats=20]
+//                                 [chunk=2048]
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/cuda_device.hpp"
+#include "backend/cuda/event_timer.hpp"
+#include "backend/cuda/forward/cuda_transformer.hpp"
+#include "model/transformer.hpp"
+
+namespace {
+
+using dsv41::cuda::CudaTransformer;
+using dsv41::cuda::DeviceSequence;
+
+constexpr double kH200GBs = 4800.0;
+constexpr double kH200Bf16Tflops = 989.0;  // dense bf16 tensor peak (datasheet, no sparsity)
+
+std::vector<int64_t> parse_list(const char* s) {
+  std::vector<int64_t> v;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) v.push_back(std::stoll(item));
+  return v;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::vector<int32_t> random_ids(std::mt19937& rng, int64_t n, int64_t vocab) {
+  std::uniform_int_distribution<int32_t> d(3, static_cast<int32_t>(vocab - 1));
+  std::vector<int32_t> ids(n);
+  for (auto& x : ids) x = d(rng);
+  return ids;
+}
+
+// Prefill seq by `n` tokens in chunks of at most max_chunk (logits left on the device).
+void prefill(const CudaTransformer& m, DeviceSequence& seq, std::mt19937& rng, int64_t n,
+             int64_t vocab) {
+  const int64_t C = m.options().max_chunk;
+  for (int64_t done = 0; done < n;) {
+    const int64_t c = std::min(C, n - done);
+    m.enqueue(seq, random_ids(rng, c, vocab));
+    DSV41_CUDA_CHECK(cudaStreamSynchronize(m.stream()));
+    done += c;
+  }
+}
+
+// Device time of one R-row step from a CUDA graph replay (median of `repeats`, ms).
+double graph_step_ms(const CudaTransformer& m, DeviceSequence& seq, std::mt19937& rng, int64_t R,
+                     int64_t vocab, int repeats) {
+  cudaStream_t s = m.stream();
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  DSV41_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  m.enqueue(seq, random_ids(rng, R, vocab));
+  DSV41_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
+  DSV41_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  dsv41::cuda::EventTimer timer;
+  std::vector<double> ms;
+  for (int i = 0; i < repeats + 2; ++i) {
+    timer.start(s);
+    DSV41_CUDA_CHECK(cudaGraphLaunch(exec, s));
+    timer.stop(s);
+    const double t = timer.elapsed_ms();
+    if (i >= 2) ms.push_back(t);
+  }
+  DSV41_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  DSV41_CUDA_CHECK(cudaGraphDestroy(graph));
+  return median(ms);
+}
+
+int run(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr,
+                 "usage: dsv41_bench_cuda_forward DIR [contexts=0,8192,32768] [rows=1,2,6,16] "
+                 "[repeats=20] [chunk=2048]\n");
+    return 2;
+  }
+  const std::string dir = argv[1];
+  const std::vector<int64_t> contexts = parse_list(argc > 2 ? argv[2] : "0,8192,32768");
+  const std::vector<int64_t> rows = parse_list(argc > 3 ? argv[3] : "1,2,6,16");
+  const int repeats = argc > 4 ? std::atoi(argv[4]) : 20;
+  const int64_t chunk = argc > 5 ? std::atoll(argv[5]) : 2048;
+  if (dsv41::cuda::device_count() == 0) {
+    std::fprintf(stderr, "dsv41_bench_cuda_forward: no CUDA device\n");
+    return 1;
+  }
+  std::printf("device: %s\n", dsv41::cuda::describe(dsv41::cuda::device_info(0)).c_str());
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<dsv41::Transformer> cpu = dsv41::Transformer::load(dir, 0);
+  const double cpu_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const dsv41::TextConfig& t = cpu->config().text;
+  int64_t max_rows = 1;
+  for (int64_t r : rows) max_rows = std::max(max_rows, r);
+  dsv41::cuda::CudaForwardOptions opts;
+  opts.max_chunk = static_cast<int>(std::max(chunk, max_rows));
+  opts.max_context =
+      *std::max_element(contexts.begin(), contexts.end()) + chunk + (repeats + 4) * max_rows * 2;
+  std::unique_ptr<CudaTransformer> gpu = CudaTransformer::upload(*cpu, opts);
+  const dsv41::cuda::CudaLoadReport& rep = gpu->load_report();
+  const double GiB = 1024.0 * 1024 * 1024;
+  std::printf(
+      "model: %d layers, hidden %lld, %d heads x %d, %d experts (top-%d), vocab %lld\n"
+      "load: CPU bind %.1f s, upload %.1f s; weights %.2f GiB (routed %.2f GiB, one expert %.1f "
+      "MiB), workspace %.2f GiB, device used %.2f GiB, host peak RSS %.2f GiB\n",
+      t.num_hidden_layers, static_cast<long long>(t.hidden_size), t.num_attention_heads, t.head_dim,
+      t.n_routed_experts, t.num_experts_per_tok, static_cast<long long>(t.vocab_size), cpu_s,
+      rep.seconds, rep.weight_bytes / GiB, rep.routed_bytes / GiB, rep.expert_bytes / 1048576.0,
+      rep.workspace_bytes / GiB, rep.device_used_bytes / GiB, rep.host_peak_rss_bytes / GiB);
+  const double embed_bytes = static_cast<double>(t.vocab_size) * t.hidden_size * 2;
+  const double dense = static_cast<double>(rep.weight_bytes - rep.routed_bytes) - embed_bytes;
+  const double E = t.n_routed_experts, k = t.num_experts_per_tok, L = t.num_hidden_layers;
+  // Active parameters per token for the prefill FLOP count: dense weights count 1 parameter per
+  // byte (FP8) except BF16 head (2 bytes); routed experts 2 parameters per byte (FP4).
+  const double head_bytes = static_cast<double>(t.vocab_size) * t.hidden_size * 2;
+  const double params_per_token =
+      (dense - head_bytes) + head_bytes / 2 + k * L * rep.expert_bytes * 2.0;
+  std::mt19937 rng(1234);
+  std::printf(
+      "\n| context | rows | host-driven ms/step | graph ms/step | graph us/layer/row-step "
+      "| bytes/step GB | floor ms | graph %% of floor | host %% of floor |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::vector<std::string> prefill_lines;
+  for (int64_t c : contexts) {
+    for (int64_t R : rows) {
+      DeviceSequence seq = gpu->new_sequence();
+      prefill(*gpu, seq, rng, c, t.vocab_size);
+      if (R == rows.front()) {  // one timed prefill chunk per context
+        dsv41::cuda::EventTimer timer;
+        timer.start(gpu->stream());
+        gpu->enqueue(seq, random_ids(rng, chunk, t.vocab_size));
+        timer.stop(gpu->stream());
+        const double ms = timer.elapsed_ms();
+        const double tps = chunk / (ms / 1000.0);
+        const double tflops = 2.0 * params_per_token * tps / 1e12;
+        char line[256];
+        std::snprintf(line, sizeof line, "| %lld | %lld | %.1f | %.0f | %.1f | %.2f %% |",
+                      static_cast<long long>(c), static_cast<long long>(chunk), ms, tps, tflops,
+                      100.0 * tflops / kH200Bf16Tflops);
+        prefill_lines.push_back(line);
+      } else {
+        prefill(*gpu, seq, rng, chunk, t.vocab_size);
+      }
+      std::vector<double> host_ms;
+      for (int i = 0; i < repeats + 2; ++i) {
+        const std::vector<int32_t> ids = random_ids(rng, R, t.vocab_size);
+        const auto a = std::chrono::steady_clock::now();
+        const std::vector<float> logits = gpu->forward(seq, ids);
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count();
+        if (i >= 2) host_ms.push_back(ms);
+      }
+      const double graph_ms = graph_step_ms(*gpu, seq, rng, R, t.vocab_size, repeats);
+      const double distinct =
+          R == 1 ? k : E * (1.0 - std::pow(1.0 - k / E, static_cast<double>(R)));
+      const double bytes = dense + distinct * L * rep.expert_bytes;
+      const double floor_ms = bytes / (kH200GBs * 1e9) * 1e3;
+      const double host = median(host_ms);
+      std::printf("| %lld | %lld | %.3f | %.3f | %.1f | %.2f | %.3f | %.0f %% | %.0f %% |\n",
+                  static_cast<long long>(c + chunk), static_cast<long long>(R), host, graph_ms,
+                  graph_ms * 1000.0 / L, bytes / 1e9, floor_ms, 100.0 * floor_ms / graph_ms,
+                  100.0 * floor_ms / host);
+      std::fflush(stdout);
+    }
+  }
+  std::printf("\nprefill (one chunk, logits of every row computed on the device):\n\n");
+  std::printf(
+      "| context | chunk | ms | tokens/s | TFLOP/s (2·active params) | %% of bf16 peak |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- |\n");
+  for (const std::string& l : prefill_lines) std::printf("%s\n", l.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dsv41_bench_cuda_forward: %s\n", e.what());
+    return 1;
+  }
+}
