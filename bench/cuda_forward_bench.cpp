@@ -30,8 +30,11 @@
 
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/cuda_device.hpp"
+#include "backend/cuda/cuda_stream.hpp"
 #include "backend/cuda/event_timer.hpp"
 #include "backend/cuda/forward/cuda_transformer.hpp"
+#include "backend/cuda/forward/device_engram.hpp"
+#include "backend/cuda/forward/forward_workspace.hpp"
 #include "model/transformer.hpp"
 
 namespace {
@@ -92,6 +95,70 @@ double graph_step_ms(const CudaTransformer& m, DeviceSequence& seq, std::mt19937
     timer.stop(s);
     const double t = timer.elapsed_ms();
     if (i >= 2) ms.push_back(t);
+  }
+  DSV41_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  DSV41_CUDA_CHECK(cudaGraphDestroy(graph));
+  return median(ms);
+}
+
+// The Engram block at the released dimensions (spec §5: hc 4 x 5120, 8 heads x (4-1) n-grams x
+// 256 = 6144 inputs, wkv 6144 -> 25600 FP8) on R rows, with the table cut to 2^20 rows (the
+// released 384M rows x 256 B would not fit beside the model; a row gather reads R·24 rows either
+// way). The synthetic checkpoint has no Engram layers, so this times the block alone (device
+// time of a graph replay, ms).
+double engram_block_ms(const dsv41::ModelConfig& base, int64_t R, int repeats) {
+  dsv41::engram::EngramDims d;
+  d.hidden = base.text.hidden_size;
+  d.hc = base.text.hc_mult;
+  d.head_dim = 256;
+  d.n_cols = 3 * 8;
+  d.table_rows = 1 << 20;
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> code(0, 0x7E), sc(120, 124);
+  auto bytes = [&](size_t n, bool scale) {
+    std::vector<uint8_t> v(n);
+    for (auto& b : v) b = static_cast<uint8_t>(scale ? sc(rng) : code(rng));
+    return v;
+  };
+  const int64_t out = (d.hc + 1) * d.hidden, in = d.n_cols * d.head_dim;
+  const std::vector<uint8_t> table = bytes(d.table_rows * d.head_dim, false);
+  const std::vector<uint8_t> table_scale = bytes(d.table_rows * d.head_dim / 32, true);
+  const std::vector<uint8_t> wkv = bytes(out * in, false);
+  const std::vector<uint8_t> wkv_scale = bytes(((out + 31) / 32) * ((in + 31) / 32), true);
+  dsv41::engram::EngramWeights w;
+  w.dims = d;
+  w.embed = table.data();
+  w.embed_scale = table_scale.data();
+  w.wkv = wkv.data();
+  w.wkv_scale = wkv_scale.data();
+  w.qk.assign(d.hc * d.hidden, 0.01f);
+  const dsv41::cuda::DeviceEngram block = dsv41::cuda::DeviceEngram::upload(w, 1);
+  dsv41::ModelConfig cfg = base;
+  cfg.text.engram_layer_ids = {1};
+  cfg.text.engram_max_ngram_size = 4;
+  cfg.text.engram_n_heads = 8;
+  cfg.text.engram_head_dim = 256;
+  dsv41::cuda::ForwardWorkspace ws(cfg, static_cast<int>(R), 16);
+  std::vector<int64_t> ids(R * d.n_cols);
+  std::uniform_int_distribution<int64_t> row(0, d.table_rows - 1);
+  for (auto& x : ids) x = row(rng);
+  ws.hash_ids.upload(ids.data(), ids.size() * 8);
+  DSV41_CUDA_CHECK(cudaMemset(ws.H.data(), 0, ws.H.bytes()));
+  dsv41::cuda::CudaStream stream;
+  cudaStream_t s = stream.get();
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  DSV41_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  block.forward(ws.H.as<float>(), R, ws.hash_ids.as<int64_t>(), nullptr, 1e-20f, ws, s);
+  DSV41_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
+  DSV41_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  dsv41::cuda::EventTimer timer;
+  std::vector<double> ms;
+  for (int i = 0; i < repeats + 2; ++i) {
+    timer.start(s);
+    DSV41_CUDA_CHECK(cudaGraphLaunch(exec, s));
+    timer.stop(s);
+    if (i >= 2) ms.push_back(timer.elapsed_ms());
   }
   DSV41_CUDA_CHECK(cudaGraphExecDestroy(exec));
   DSV41_CUDA_CHECK(cudaGraphDestroy(graph));
@@ -191,6 +258,14 @@ int run(int argc, char** argv) {
                   100.0 * floor_ms / host);
       std::fflush(stdout);
     }
+  }
+  std::printf("\nEngram block at released dims (x2 per step: layers 1 and 14), graph replay:\n\n");
+  std::printf("| rows | ms/block | wkv bytes MB | %% of floor |\n| --- | --- | --- | --- |\n");
+  for (int64_t R : rows) {
+    const double ms = engram_block_ms(cpu->config(), R, repeats);
+    const double b = 25600.0 * 6144 * (1 + 1.0 / 1024) + R * 24 * 264.0;
+    std::printf("| %lld | %.3f | %.1f | %.0f %% |\n", static_cast<long long>(R), ms, b / 1e6,
+                100.0 * (b / (kH200GBs * 1e9) * 1e3) / ms);
   }
   std::printf("\nprefill (one chunk, logits of every row computed on the device):\n\n");
   std::printf(
