@@ -17,7 +17,8 @@
 namespace dsv41::test {
 namespace {
 
-// levels > 0: scores from `levels` distinct values (many exact ties); neg_inf: fraction of -inf.
+// levels > 0: scores from `levels` distinct values (many exact ties); levels < 0: scores from
+// {-0, +0, 1} (signed zeros compare equal: ties by index); neg_inf: fraction of -inf.
 void run_topk(int64_t T, int64_t n, int k, int levels, double neg_inf) {
   const uint64_t seed = fresh_seed();
   std::mt19937_64 rng(seed);
@@ -26,6 +27,10 @@ void run_topk(int64_t T, int64_t n, int k, int levels, double neg_inf) {
   std::uniform_real_distribution<double> u(0.0, 1.0);
   for (auto& v : s) {
     if (levels > 0) v = 0.25f * static_cast<float>(lv(rng));
+    if (levels < 0) {
+      const double r = u(rng);
+      v = r < 0.4 ? -0.0f : r < 0.8 ? 0.0f : 1.0f;
+    }
     if (u(rng) < neg_inf) v = -INFINITY;
   }
   std::vector<int32_t> want(static_cast<size_t>(T * k), -1);
@@ -63,6 +68,10 @@ TEST_CASE("select_topk matches the CPU reference exactly", "[kernel][attention][
     run_topk(T, 5000, 512, 7, 0.0);  // released k with exact ties across the cut
   }
   run_topk(2048, 1024, 512, 0, 0.5);  // prefill chunk
+  run_topk(3, 300, 16, -1, 0.1);      // signed zeros across the cut
+  run_topk(2, 32768, 512, 0, 0.0);    // released: 32k entries (ratio 1 at 32k context)
+  run_topk(2, 32768, 512, 5, 0.3);    // same with exact ties and invisible entries
+  run_topk(1, 100, 1, 0, 0.0);        // k = 1
 }
 
 TEST_CASE("select_topk rejects unsupported arguments", "[kernel][attention][topk]") {
