@@ -30,8 +30,9 @@ cudaError_t compressor_pool(const float* kv, const float* gate, float* latent, i
 //   mask    [T, n] uint8 or null: 0 = outside the candidate blocks (score -inf)
 //   scores  [T, n] fp32: S(t, j) = Σ_h (max(<q_h, k_j>, 0)·D^-0.5)·w_h·heads^-0.5 with h and c
 //           ascending in fp32, -inf unless j < floor((pos0 + t + 1) / ratio) and mask != 0
-// Needs T >= 0, n >= 0, 1 <= heads <= 1024, D a multiple of 32 in [32, 1024], pos0 >= 0,
-// ratio >= 1, q/w/scores non-null, keys non-null when n > 0.
+// Needs 0 <= T <= 65535, 0 <= n <= 2^31, heads >= 1, D in {32, 64, 128, 256} (the key is held in
+// registers; released 128, tiny 64), heads·D + heads <= 12288 (q and w in 48 KB of shared
+// memory; released 32·128), pos0 >= 0, ratio >= 1, q/w/scores non-null, keys non-null when n > 0.
 cudaError_t indexer_scores(const float* q, const float* w, const uint8_t* keys,
                            const uint8_t* mask, float* scores, int64_t T, int heads, int D,
                            int64_t n, int64_t pos0, int ratio, cudaStream_t stream);
@@ -43,8 +44,8 @@ cudaError_t indexer_scores(const float* q, const float* w, const uint8_t* keys,
 //   scores        [T, n] fp32 (indexer_scores of the candidate source, no NaN)
 //   mask          [T, n] uint8: 1 inside a kept block, else 0
 //   block_scores  [T, ceil(n / block_size)] fp32 or null
-// Needs T >= 0, n >= 0, block_size >= 1, topk_blocks >= 1, ratio >= 1, pos0 >= 0, mask non-null
-// and scores non-null when T·n > 0.
+// Needs 0 <= T, n <= INT32_MAX, block_size >= 1, topk_blocks >= 1, ratio >= 1, pos0 >= 0, mask
+// and scores non-null when T·n > 0. Exact (radix select over the block scores, one block per row).
 cudaError_t candidate_blocks(const float* scores, int64_t T, int64_t n, int64_t pos0, int ratio,
                              int topk_blocks, int block_size, uint8_t* mask, float* block_scores,
                              cudaStream_t stream);

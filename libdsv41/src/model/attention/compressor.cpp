@@ -69,28 +69,33 @@ CompressedGroups Compressor::run(const float* x, int64_t T, CsaSourceState& st,
   g.n_groups = n_rows / ratio_;
   const int64_t used = g.n_groups * ratio_;
   g.latent.assign(g.n_groups * D, 0.0f);
-  std::vector<float> w(ratio_);
-  for (int64_t j = 0; j < g.n_groups; ++j) {
-    float* lat = g.latent.data() + j * D;
-    for (int64_t c = 0; c < D; ++c) {
-      // softmax over the group's tokens, per channel: exp(g - max) / Σ exp(g - max)
-      float m = -INFINITY;
-      for (int r = 0; r < ratio_; ++r) m = std::max(m, all_gate[(j * ratio_ + r) * D + c]);
-      float sum = 0.0f;
-      for (int r = 0; r < ratio_; ++r) {
-        w[r] = std::exp(all_gate[(j * ratio_ + r) * D + c] - m);
-        sum += w[r];
-      }
-      float acc = 0.0f;
-      for (int r = 0; r < ratio_; ++r) acc += all_kv[(j * ratio_ + r) * D + c] * (w[r] / sum);
-      lat[c] = acc;
-    }
-  }
+  compressor_pool(all_kv.data(), all_gate.data(), g.n_groups, ratio_, D, g.latent.data());
   rms_norm(g.latent.data(), norm_.data(), g.n_groups, D, eps_, g.latent.data());
   st.pending = static_cast<int>(n_rows - used);
   st.pending_kv.assign(all_kv.begin() + used * D, all_kv.end());
   st.pending_gate.assign(all_gate.begin() + used * D, all_gate.end());
   return g;
+}
+
+void compressor_pool(const float* kv, const float* gate, int64_t n_groups, int ratio, int64_t D,
+                     float* latent) {
+  std::vector<float> w(ratio);
+  for (int64_t j = 0; j < n_groups; ++j) {
+    float* lat = latent + j * D;
+    for (int64_t c = 0; c < D; ++c) {
+      // softmax over the group's tokens, per channel: exp(g - max) / Σ exp(g - max)
+      float m = -INFINITY;
+      for (int r = 0; r < ratio; ++r) m = std::max(m, gate[(j * ratio + r) * D + c]);
+      float sum = 0.0f;
+      for (int r = 0; r < ratio; ++r) {
+        w[r] = std::exp(gate[(j * ratio + r) * D + c] - m);
+        sum += w[r];
+      }
+      float acc = 0.0f;
+      for (int r = 0; r < ratio; ++r) acc += kv[(j * ratio + r) * D + c] * (w[r] / sum);
+      lat[c] = acc;
+    }
+  }
 }
 
 void append_compressed(const CompressedGroups& g, const float* inv_freq, int rope_dim,

@@ -52,6 +52,13 @@ class Compressor {
   std::vector<float> norm_;
 };
 
+// §2.3 ratio > 1 pooling before the norm (the loop of Compressor::run, the spec of the CUDA
+// kernel compressor_pool): for group j < n_groups and channel c, over rows r of the group,
+//   latent[j, c] = Σ_r kv[j·ratio + r, c] · (exp(gate[.., c] - m) / Σ_r' exp(gate[.., c] - m)),
+// m the group's max, r ascending, fp32. kv, gate [n_groups·ratio, D]; latent [n_groups, D].
+void compressor_pool(const float* kv, const float* gate, int64_t n_groups, int ratio, int64_t D,
+                     float* latent);
+
 // Rotates g.latent entry k at position (first_entry+k)·ratio with `inv_freq` (rope slice = last
 // rope_dim channels), FP4-quantises it and appends it packed to st.cache; bumps st.n_entries.
 // prequant (optional, tests): receives the rotated entries before FP4 [n_groups, head_dim].

@@ -83,34 +83,40 @@ void Indexer::score(const float* x, const float* qr, int64_t T, int64_t pos0, co
   std::vector<float> q(T * H * D), w(T * H);
   wq_b_.forward(qr, T, q.data(), pool);
   weights_proj_.forward(x, T, w.data(), pool);
-  const float heads_scale = static_cast<float>(std::pow(static_cast<double>(H), -0.5));
-  const float softmax_scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
-  for (int64_t t = 0; t < T; ++t) {
+  for (int64_t t = 0; t < T; ++t)
     for (int64_t h = 0; h < H; ++h) {
       float* qh = q.data() + (t * H + h) * D;
       rope_rotate(qh + D - rope_dim, inv_freq, rope_dim, pos0 + t, false);
       fake_quant_index_fp4(qh, D);  // block 32 within each head (D % 32 == 0 released)
     }
-    for (int64_t h = 0; h < H; ++h) w[t * H + h] *= heads_scale;
-  }
-  const float* kc = key_scratch.data();
+  indexer_score_rows(q.data(), w.data(), key_scratch.data(), nullptr, T, static_cast<int>(H),
+                     static_cast<int>(D), n, pos0, ratio_, scores, pool);
+}
+
+void indexer_score_rows(const float* q, const float* w_raw, const float* kc, const uint8_t* mask,
+                        int64_t T, int H, int D, int64_t n, int64_t pos0, int ratio, float* scores,
+                        ThreadPool* pool) {
+  const float heads_scale = static_cast<float>(std::pow(static_cast<double>(H), -0.5));
+  const float softmax_scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
   auto rows = [&](size_t b, size_t e) {
+    std::vector<float> w(H);
     for (size_t ti = b; ti < e; ++ti) {
       const int64_t t = static_cast<int64_t>(ti);
-      const int64_t visible = (pos0 + t + 1) / ratio_;  // entries j < visible are complete
+      for (int h = 0; h < H; ++h) w[h] = w_raw[t * H + h] * heads_scale;
+      const int64_t visible = (pos0 + t + 1) / ratio;  // entries j < visible are complete
       float* s = scores + t * n;
       for (int64_t j = 0; j < n; ++j) {
-        if (j >= visible) {
+        if (j >= visible || (mask != nullptr && mask[t * n + j] == 0)) {
           s[j] = -INFINITY;
           continue;
         }
         const float* kj = kc + j * D;
         float acc = 0.0f;
         for (int64_t h = 0; h < H; ++h) {
-          const float* qh = q.data() + (t * H + h) * D;
+          const float* qh = q + (t * H + h) * D;
           float dot = 0.0f;
           for (int64_t c = 0; c < D; ++c) dot += qh[c] * kj[c];
-          acc += (std::max(dot, 0.0f) * softmax_scale) * w[t * H + h];
+          acc += (std::max(dot, 0.0f) * softmax_scale) * w[h];
         }
         s[j] = acc;
       }

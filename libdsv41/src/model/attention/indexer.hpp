@@ -55,6 +55,15 @@ class Indexer {
   std::vector<float> k_norm_;
 };
 
+// §2.4 scores from prepared queries (the scoring loop of Indexer::score, the spec of the CUDA
+// kernel indexer_scores): q [T, H, D] post-RoPE FP4-index fake-quantised queries, w [T, H] raw
+// weights_proj outputs (·H^-0.5 applied here, one fp32 product), keys [n, D] fp32 index keys,
+// mask [T, n] or null (0 = -inf). S(t, j) = Σ_h (max(<q_h, k_j>, 0)·D^-0.5)·w_h·H^-0.5, h and
+// c ascending, fp32; -inf unless j < floor((pos0 + t + 1) / ratio). scores [T, n].
+void indexer_score_rows(const float* q, const float* w, const float* keys, const uint8_t* mask,
+                        int64_t T, int H, int D, int64_t n, int64_t pos0, int ratio, float* scores,
+                        ThreadPool* pool);
+
 // Top min(k, n) entries of each score row; -inf picks dropped; out [T, k] ascending, -1 padded.
 // Exact ties prefer the lower index (torch.topk on CPU keeps the first occurrence).
 void select_topk(const float* scores, int64_t T, int64_t n, int k, int32_t* out);
