@@ -234,24 +234,41 @@ std::vector<double> chain_tolerance(const ChainWeights& c, const std::vector<flo
                                     const std::vector<uint8_t>& image, int64_t T, float eps) {
   const EngramDims& d = c.w.dims;
   const int64_t D = d.hidden, hc = d.hc, in = d.n_cols * d.head_dim, out = (hc + 1) * D;
-  std::vector<double> tol(want.size());
-  pool().parallel_for(static_cast<size_t>(T), [&](size_t b, size_t e_end) {
-    std::vector<float> e(static_cast<size_t>(in)), kv(static_cast<size_t>(out)), wrow(in);
-    std::vector<double> dkv(static_cast<size_t>(out));
-    for (size_t t = b; t < e_end; ++t) {
-      engram::gather_rows(c.w, ids.data() + t * d.n_cols, e.data());
-      engram::project_kv(c.w, e.data(), kv.data());
-      for (int64_t o = 0; o < out; ++o) {
-        const uint8_t* srow = c.wkv_scale.data() + (o / 32) * ((in + 31) / 32);
+  const size_t uT = static_cast<size_t>(T);
+  std::vector<float> E(uT * in), KV(uT * out);
+  pool().parallel_for(uT, [&](size_t b, size_t e) {
+    for (size_t t = b; t < e; ++t) {
+      engram::gather_rows(c.w, ids.data() + t * d.n_cols, E.data() + t * in);
+      engram::project_kv(c.w, E.data() + t * in, KV.data() + t * out);
+    }
+  });
+  // ΔKV[t, o] = kKvTolPerAbsDot · Σ_c |W[o, c]·E[t, c]|, one dequantised weight row at a time.
+  float lut[256];
+  for (int i = 0; i < 256; ++i) lut[i] = e4m3_to_f32(static_cast<uint8_t>(i));
+  std::vector<double> DKV(uT * out);
+  pool().parallel_for(static_cast<size_t>(out), [&](size_t b, size_t e) {
+    std::vector<float> row(static_cast<size_t>(in));
+    for (size_t o = b; o < e; ++o) {
+      const uint8_t* srow = c.wkv_scale.data() + (o / 32) * ((in + 31) / 32);
+      for (int64_t k = 0; k < in; ++k)
+        row[k] = std::fabs(lut[c.wkv[o * in + k]] * e8m0_to_f32(srow[k / 32]));
+      for (size_t t = 0; t < uT; ++t) {
+        const float* et = E.data() + t * in;
         double a = 0;
-        for (int64_t k = 0; k < in; ++k)
-          a += std::fabs(double(e4m3_to_f32(c.wkv[o * in + k])) * e8m0_to_f32(srow[k / 32]) * e[k]);
-        dkv[o] = kKvTolPerAbsDot * a;
+        for (int64_t k = 0; k < in; ++k) a += double(row[k]) * std::fabs(et[k]);
+        DKV[t * out + o] = kKvTolPerAbsDot * a;
       }
-      const float* v = kv.data() + hc * D;
+    }
+  });
+  std::vector<double> tol(want.size());
+  pool().parallel_for(uT, [&](size_t b, size_t e_end) {
+    for (size_t t = b; t < e_end; ++t) {
+      const float* kv = KV.data() + t * out;
+      const double* dkv = DKV.data() + t * out;
+      const float* v = kv + hc * D;
       for (int64_t k = 0; k < hc; ++k) {
         const float* h = H.data() + (t * hc + k) * D;
-        const float* key = kv.data() + k * D;
+        const float* key = kv + k * D;
         double h2 = 0, k2 = 0, dot = 0, num = 0, dk2 = 0;
         for (int64_t i = 0; i < D; ++i) {
           h2 += double(h[i]) * h[i];
