@@ -34,10 +34,10 @@ cmake -G Ninja -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER
   -DDSV41_BUILD_SERVER=OFF -DDSV41_BUILD_EXAMPLES=OFF "${cmake_args[@]}"
 
 targets=(test_kernel_linear test_kernel_norm test_kernel_exl3 test_kernel_mhc test_kernel_attention
-  test_kernel_moe test_kernel_model)
+  test_kernel_moe test_kernel_token test_kernel_model)
 benches=()
 all_targets="$(ninja -C "$build" -t targets all)"
-for b in dsv41_bench_cuda_linear dsv41_bench_cuda_exl3 dsv41_bench_cuda_moe; do
+for b in dsv41_bench_cuda_linear dsv41_bench_cuda_exl3 dsv41_bench_cuda_moe dsv41_bench_cuda_forward; do
   if grep -q "^$b:" <<<"$all_targets"; then
     benches+=("$b")
   else

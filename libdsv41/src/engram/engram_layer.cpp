@@ -25,19 +25,25 @@ const std::array<float, 256>& e4m3_table() {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// One position: E gather, W_kv GEMV, per-stream gate, residual update.
-void engram_position(const EngramWeights& w, float* h, const int64_t* ids, bool image, float eps,
-                     std::vector<float>& e, std::vector<float>& kv) {
+}  // namespace
+
+void gather_rows(const EngramWeights& w, const int64_t* ids, float* e) {
   const auto& lut = e4m3_table();
   const EngramDims& d = w.dims;
-  const int64_t in = d.n_cols * d.head_dim, out = (d.hc + 1) * d.hidden;
-  const int64_t row_blocks = d.head_dim / kScaleBlock, in_blocks = ceil_div(in, kScaleBlock);
+  const int64_t row_blocks = d.head_dim / kScaleBlock;
   for (int64_t j = 0; j < d.n_cols; ++j) {
     const uint8_t* row = w.embed + ids[j] * d.head_dim;
     const uint8_t* scale = w.embed_scale + ids[j] * row_blocks;
     for (int64_t c = 0; c < d.head_dim; ++c)
       e[j * d.head_dim + c] = lut[row[c]] * e8m0_to_f32(scale[c / kScaleBlock]);
   }
+}
+
+void project_kv(const EngramWeights& w, const float* e, float* kv) {
+  const auto& lut = e4m3_table();
+  const EngramDims& d = w.dims;
+  const int64_t in = d.n_cols * d.head_dim, out = (d.hc + 1) * d.hidden;
+  const int64_t in_blocks = ceil_div(in, kScaleBlock);
   // kv[o] = sum_c W[o,c] * 2^s[o/32, c/32] * E[c]; the power-of-two scale factors out of each
   // 32-column block exactly, so this equals the dot with the dequantised weight row.
   for (int64_t o = 0; o < out; ++o) {
@@ -53,18 +59,22 @@ void engram_position(const EngramWeights& w, float* h, const int64_t* ids, bool 
     }
     kv[o] = static_cast<float>(acc);
   }
-  const float* value = &kv[d.hc * d.hidden];
-  for (int64_t k = 0; k < d.hc; ++k) {
-    float* hk = h + k * d.hidden;
-    const float* key = &kv[k * d.hidden];
-    const float* qk = &w.qk[k * d.hidden];
+}
+
+void apply_gate(float* h, const float* kv, const float* qk_all, int64_t hidden, int64_t hc,
+                bool image, float eps) {
+  const float* value = kv + hc * hidden;
+  for (int64_t k = 0; k < hc; ++k) {
+    float* hk = h + k * hidden;
+    const float* key = kv + k * hidden;
+    const float* qk = qk_all + k * hidden;
     double sum_h2 = 0.0, sum_k2 = 0.0, dot = 0.0;
-    for (int64_t c = 0; c < d.hidden; ++c) {
+    for (int64_t c = 0; c < hidden; ++c) {
       sum_h2 += static_cast<double>(hk[c]) * hk[c];
       sum_k2 += static_cast<double>(key[c]) * key[c];
       dot += static_cast<double>(hk[c]) * qk[c] * key[c];
     }
-    const double n = static_cast<double>(d.hidden);
+    const double n = static_cast<double>(hidden);
     // eps is fp32 in the reference (1e-20 released); it is added to the fp32 mean square.
     const double rstd = 1.0 / std::sqrt(sum_h2 / n + eps) / std::sqrt(sum_k2 / n + eps);
     dot *= rstd / std::sqrt(n);
@@ -74,11 +84,9 @@ void engram_position(const EngramWeights& w, float* h, const int64_t* ids, bool 
       gate = 1.0 / (1.0 + std::exp(-std::copysign(mag, dot)));
     }
     const float g = static_cast<float>(gate);
-    for (int64_t c = 0; c < d.hidden; ++c) hk[c] += g * value[c];
+    for (int64_t c = 0; c < hidden; ++c) hk[c] += g * value[c];
   }
 }
-
-}  // namespace
 
 EngramWeights load_engram_weights(const Checkpoint& ckpt, int64_t layer, const EngramDims& dims) {
   DSV41_CHECK(dims.hidden > 0 && dims.hc > 0 && dims.n_cols > 0 && dims.table_rows > 0,
@@ -127,8 +135,10 @@ void apply_engram(const EngramWeights& w, std::span<float> H, std::span<const in
     std::vector<float> e(static_cast<size_t>(d.n_cols * d.head_dim));
     std::vector<float> kv(static_cast<size_t>((d.hc + 1) * d.hidden));
     for (size_t t = begin; t < end; ++t) {
-      engram_position(w, H.data() + t * d.hc * d.hidden, hash_ids.data() + t * d.n_cols,
-                      !is_image.empty() && is_image[t] != 0, eps, e, kv);
+      gather_rows(w, hash_ids.data() + t * d.n_cols, e.data());
+      project_kv(w, e.data(), kv.data());
+      apply_gate(H.data() + t * d.hc * d.hidden, kv.data(), w.qk.data(), d.hidden, d.hc,
+                 !is_image.empty() && is_image[t] != 0, eps);
     }
   };
   if (pool != nullptr && n_tokens > 1) {

@@ -41,6 +41,17 @@ struct EngramWeights {
 // wrong dtype/shape.
 EngramWeights load_engram_weights(const Checkpoint& ckpt, int64_t layer, const EngramDims& dims);
 
+// The three steps of apply_engram for one position, exported as the executable spec of the CUDA
+// kernels (kernels/include/dsv41k/engram.hpp). No argument checks: apply_engram checks them.
+//   gather_rows: e [n_cols * head_dim] = the dequantised rows ids[0 .. n_cols) (exact fp32)
+//   project_kv:  kv [(hc + 1) * D] = W_kv . e, fp64 sums per 32-column block, rounded once
+//   apply_gate:  h [hc, D] += gate_k * V for every stream k (fp64 statistics, fp32 update);
+//                qk [hc, D]; image: gate 0
+void gather_rows(const EngramWeights& w, const int64_t* ids, float* e);
+void project_kv(const EngramWeights& w, const float* e, float* kv);
+void apply_gate(float* h, const float* kv, const float* qk, int64_t hidden, int64_t hc, bool image,
+                float eps);
+
 // Updates H [T, hc, D] in place. hash_ids: [T, n_cols] row ids of this layer (NgramHasher
 // output slab); is_image: [T] or empty; eps = rms_norm_eps (released 1e-20). Threads over
 // positions when `pool` is given. Throws kInvalidArgument naming the position and column of a
