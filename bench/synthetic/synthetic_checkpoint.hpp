@@ -1,0 +1,92 @@
+// Synthetic DeepSeek-V4.1 checkpoints: random weights in the released on-disk format (tensor
+// names, dtypes, shapes, sharded safetensors + index, config.json) that Transformer::load accepts,
+// for full-geometry benchmarks without the 510 GB release (docs/perf.md "Synthetic
+// full-geometry checkpoint"). No Engram, no DSpark (mtp.*), no vision tensors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "quant/dtype.hpp"
+
+namespace dsv41::synth {
+
+// Every text_config value the writer emits (names = config keys, spec model-architecture.md
+// §1.2). shard_bytes is not a config key: the data bytes per shard before a new one starts.
+struct SyntheticGeometry {
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int num_hidden_layers = 0;
+  int num_attention_heads = 0;
+  int head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int q_lora_rank = 0;
+  int o_groups = 0;
+  int o_lora_rank = 0;
+  int sliding_window = 0;
+  std::vector<int> compress_ratios;  // num_hidden_layers entries
+  std::vector<int> kv_source_layer_ids;
+  std::vector<int> index_source_layer_ids;
+  int candidate_source_layer_id = -1;
+  int candidate_topk_blocks = 0;
+  int candidate_block_size = 0;
+  int index_n_heads = 0;
+  int index_head_dim = 0;
+  int index_topk = 0;
+  int moe_intermediate_size = 0;
+  int n_routed_experts = 0;
+  int n_shared_experts = 1;
+  int num_experts_per_tok = 0;
+  double routed_scaling_factor = 1.5;
+  double swiglu_limit = 10.0;
+  int hc_mult = 4;
+  int hc_sinkhorn_iters = 20;
+  uint64_t shard_bytes = uint64_t{2} << 30;
+
+  // The released dimensions (§1.2) with `layers` backbone layers and `experts` routed experts.
+  // Ratios: [0, 0] + [2] * n2 + [1] * n1 with (n2, n1) = (18, 20) at 40 layers (the release),
+  // else n2 = (layers - 2) / 2. KV sources: every 6th ratio-2 layer from the first, the first
+  // ratio-1 layer (also the candidate source); index sources: the KV sources and every 4th
+  // ratio-1 layer. At 40 layers: kv [2, 8, 14, 20], index [2, 8, 14, 20, 24, 28, 32, 36].
+  static SyntheticGeometry released(int layers, int experts);
+  // CPU-test size: vocab 600, hidden 64, 2 heads x 64, 8 layers with tiny8's schedule
+  // [0, 2, 2, 2, 1, 1, 1, 1] (every role: SWA, Full, Reuse, Reindex), 4 experts top-2.
+  static SyntheticGeometry tiny();
+};
+
+// How a tensor's bytes are drawn (docs/perf.md lists the distributions).
+enum class Fill : uint8_t {
+  kConst,     // every element = value (BF16 / F32 / E8M0 byte)
+  kNormal,    // BF16 / F32 i.i.d. N(0, sigma) (truncated at 4.1 sigma)
+  kUniform,   // F32 i.i.d. U(value - sigma, value + sigma)
+  kE4m3Code,  // e4m3 codes ~ N(0, sigma) rounded, never NaN (0x7F / 0xFF)
+  kE2m1Pair,  // bytes of two e2m1 codes ~ N(0, sigma) rounded
+};
+
+struct SyntheticTensor {
+  std::string name;
+  DType dtype = DType::kBF16;
+  std::vector<int64_t> shape;
+  Fill fill = Fill::kConst;
+  double value = 0.0;  // kConst: the value (E8M0: the byte); kUniform: the centre
+  double sigma = 0.0;  // kNormal / kE4m3Code / kE2m1Pair: code std; kUniform: half width
+  uint64_t nbytes() const;
+};
+
+// The full tensor list in file order (embed, layers 0..L-1, norm, head). Weight RMS per row is
+// 1/sqrt(in) for every FP8 / FP4 / BF16 matrix (code RMS x 2^(scale - 127)). Throws on a
+// geometry the config validator would reject (bad role lists, in not divisible by 32 for FP4).
+std::vector<SyntheticTensor> synthetic_tensors(const SyntheticGeometry& g);
+// Sum of nbytes() over synthetic_tensors(g): the checkpoint's data bytes (no headers).
+uint64_t synthetic_data_bytes(const SyntheticGeometry& g);
+// config.json text (released nested layout, text_config only, engram_layer_ids []).
+std::string synthetic_config_json(const SyntheticGeometry& g);
+
+// Writes DIR/config.json, DIR/model-0000N-of-0000M.safetensors and
+// DIR/model.safetensors.index.json (DIR is created). Deterministic in (g, seed). Generates on all
+// hardware threads with positional writes; throws detail::Failure (kIo / kInvalidArgument)
+// naming the path or tensor.
+void write_synthetic_checkpoint(const std::string& dir, const SyntheticGeometry& g, uint64_t seed);
+
+}  // namespace dsv41::synth

@@ -1,0 +1,318 @@
+// SyntheticGeometry presets, the tensor list (names / dtypes / shapes of the released checkpoint,
+// spec model-architecture.md §1.5; the binders in libdsv41/src/model/ read exactly these) and
+// config.json.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.hpp"
+#include "synthetic/synthetic_checkpoint.hpp"
+
+namespace dsv41::synth {
+
+uint64_t SyntheticTensor::nbytes() const {
+  uint64_t n = dtype_size(dtype);
+  for (int64_t d : shape) n *= static_cast<uint64_t>(d);
+  return n;
+}
+
+SyntheticGeometry SyntheticGeometry::released(int layers, int experts) {
+  DSV41_CHECK(layers >= 1 && experts >= 1, kInvalidArgument,
+              "released geometry needs layers >= 1 and experts >= 1 (got {}, {})", layers, experts);
+  SyntheticGeometry g;
+  g.vocab_size = 129280;
+  g.hidden_size = 5120;
+  g.num_hidden_layers = layers;
+  g.num_attention_heads = 64;
+  g.head_dim = 512;
+  g.qk_rope_head_dim = 64;
+  g.q_lora_rank = 1280;
+  g.o_groups = 8;
+  g.o_lora_rank = 1024;
+  g.sliding_window = 128;
+  g.candidate_topk_blocks = 2048;
+  g.candidate_block_size = 8;
+  g.index_n_heads = 32;
+  g.index_head_dim = 128;
+  g.index_topk = 512;
+  g.moe_intermediate_size = 2304;
+  g.n_routed_experts = experts;
+  g.n_shared_experts = 1;
+  g.num_experts_per_tok = std::min(6, experts);
+  g.compress_ratios.assign(layers, 0);
+  if (layers > 2) {
+    const int n2 = layers == 40 ? 18 : (layers - 2) / 2;
+    const int r1 = 2 + n2;  // first ratio-1 layer
+    for (int l = 2; l < layers; ++l) g.compress_ratios[l] = l < r1 ? 2 : 1;
+    for (int l = 2; l < r1; l += 6) g.kv_source_layer_ids.push_back(l);
+    g.index_source_layer_ids = g.kv_source_layer_ids;
+    if (r1 < layers) {
+      g.kv_source_layer_ids.push_back(r1);
+      g.candidate_source_layer_id = r1;
+      for (int l = r1; l < layers; l += 4) g.index_source_layer_ids.push_back(l);
+    }
+  }
+  return g;
+}
+
+SyntheticGeometry SyntheticGeometry::tiny() {
+  SyntheticGeometry g;
+  g.vocab_size = 600;
+  g.hidden_size = 64;
+  g.num_hidden_layers = 8;
+  g.num_attention_heads = 2;
+  g.head_dim = 64;
+  g.qk_rope_head_dim = 32;
+  g.q_lora_rank = 64;
+  g.o_groups = 2;
+  g.o_lora_rank = 32;
+  g.sliding_window = 6;
+  g.compress_ratios = {0, 2, 2, 2, 1, 1, 1, 1};
+  g.kv_source_layer_ids = {1, 4};
+  g.index_source_layer_ids = {1, 4, 6};
+  g.candidate_source_layer_id = 4;
+  g.candidate_topk_blocks = 2;
+  g.candidate_block_size = 3;
+  g.index_n_heads = 4;
+  g.index_head_dim = 64;
+  g.index_topk = 3;
+  g.moe_intermediate_size = 64;
+  g.n_routed_experts = 4;
+  g.num_experts_per_tok = 2;
+  g.shard_bytes = 256 << 10;  // ~3 shards: the index and the shard split get exercised
+  return g;
+}
+
+namespace {
+
+bool contains(const std::vector<int>& v, int x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+class ListBuilder {
+ public:
+  explicit ListBuilder(std::vector<SyntheticTensor>* out) : out_(out) {}
+
+  void add(std::string name, DType dt, std::vector<int64_t> shape, Fill fill, double value,
+           double sigma) {
+    out_->push_back({std::move(name), dt, std::move(shape), fill, value, sigma});
+  }
+  // RMSNorm weight: BF16 ones.
+  void norm(const std::string& name, int64_t n) {
+    add(name, DType::kBF16, {n}, Fill::kConst, 1.0, 0.0);
+  }
+  void bf16(const std::string& name, int64_t out, int64_t in) {
+    add(name, DType::kBF16, {out, in}, Fill::kNormal, 0.0, 1.0 / std::sqrt(double(in)));
+  }
+  // FP8 e4m3 [out, in] + E8M0 [ceil(out/32), ceil(in/32)]. One scale byte 127 + k for the whole
+  // tensor, k = floor(log2(t / 8)) for the row RMS t = 1/sqrt(in), so the codes carry RMS
+  // t / 2^k in [8, 16): above the subnormals (2^-6), 4.1 sigma <= 66 far below 448.
+  void fp8(const std::string& prefix, int64_t out, int64_t in) {
+    const double t = 1.0 / std::sqrt(double(in));
+    const int k = static_cast<int>(std::floor(std::log2(t / 8.0)));
+    add(prefix + ".weight", DType::kF8E4M3, {out, in}, Fill::kE4m3Code, 0.0, t / std::ldexp(1, k));
+    add(prefix + ".scale", DType::kF8E8M0, {(out + 31) / 32, (in + 31) / 32}, Fill::kConst, 127 + k,
+        0.0);
+  }
+  // FP4 I8 [out, in/2] + E8M0 [out, in/32]; code RMS t / 2^k in [1, 2) (e2m1 max 6 = 3-6 sigma).
+  void fp4(const std::string& prefix, int64_t out, int64_t in) {
+    DSV41_CHECK(in % 32 == 0, kInvalidArgument, "{}: FP4 needs in = {} divisible by 32", prefix,
+                in);
+    const double t = 1.0 / std::sqrt(double(in));
+    const int k = static_cast<int>(std::floor(std::log2(t)));
+    add(prefix + ".weight", DType::kI8, {out, in / 2}, Fill::kE2m1Pair, 0.0, t / std::ldexp(1, k));
+    add(prefix + ".scale", DType::kF8E8M0, {out, in / 32}, Fill::kConst, 127 + k, 0.0);
+  }
+  void f32_const(const std::string& name, int64_t n, double v) {
+    add(name, DType::kF32, {n}, Fill::kConst, v, 0.0);
+  }
+
+ private:
+  std::vector<SyntheticTensor>* out_;
+};
+
+void check_roles(const SyntheticGeometry& g) {
+  const int L = g.num_hidden_layers;
+  DSV41_CHECK(L >= 1 && static_cast<int>(g.compress_ratios.size()) == L, kInvalidArgument,
+              "synthetic geometry: compress_ratios has {} entries for {} layers",
+              g.compress_ratios.size(), L);
+  for (int id : g.kv_source_layer_ids)
+    DSV41_CHECK(contains(g.index_source_layer_ids, id), kInvalidArgument,
+                "synthetic geometry: KV source {} must also be an index source", id);
+  DSV41_CHECK(g.num_attention_heads % g.o_groups == 0, kInvalidArgument,
+              "synthetic geometry: o_groups {} must divide {} heads", g.o_groups,
+              g.num_attention_heads);
+}
+
+}  // namespace
+
+std::vector<SyntheticTensor> synthetic_tensors(const SyntheticGeometry& g) {
+  check_roles(g);
+  std::vector<SyntheticTensor> out;
+  ListBuilder b(&out);
+  const int64_t D = g.hidden_size, V = g.vocab_size, hc = g.hc_mult;
+  const int64_t HD = int64_t{g.num_attention_heads} * g.head_dim;
+  const int64_t OL = int64_t{g.o_groups} * g.o_lora_rank;
+  const int64_t E = g.n_routed_experts, I = g.moe_intermediate_size;
+  const int64_t IS = I * g.n_shared_experts;
+  const int64_t mix = (2 + hc) * hc;
+  b.add("embed.weight", DType::kBF16, {V, D}, Fill::kNormal, 0.0, 1.0);
+  for (int l = 0; l < g.num_hidden_layers; ++l) {
+    const std::string p = fmt::format("layers.{}.", l);
+    for (const char* site : {"attn", "ffn"}) {
+      // m = fn · rms-normalised(H): fn std 1/sqrt(hc·D) keeps the mixes ~N(0, 1) (tiny8: 0.05
+      // at hc·D = 384); base N(0, 0.4) and scale U(0.75, 1.25) are tiny8's magnitudes.
+      const std::string h = fmt::format("{}hc_{}_", p, site);
+      b.add(h + "fn", DType::kF32, {mix, hc * D}, Fill::kNormal, 0.0,
+            1.0 / std::sqrt(double(hc * D)));
+      b.add(h + "base", DType::kF32, {mix}, Fill::kNormal, 0.0, 0.4);
+      b.add(h + "scale", DType::kF32, {3}, Fill::kUniform, 1.0, 0.25);
+    }
+    const std::string a = p + "attn.";
+    b.f32_const(a + "attn_sink", g.num_attention_heads, 0.0);
+    b.fp8(a + "wq_a", g.q_lora_rank, D);
+    b.norm(a + "q_norm.weight", g.q_lora_rank);
+    b.fp8(a + "wq_b", HD, g.q_lora_rank);
+    b.fp8(a + "wkv", g.head_dim, D);
+    b.norm(a + "kv_norm.weight", g.head_dim);
+    b.fp8(a + "wo_a", OL, HD / g.o_groups);
+    b.fp8(a + "wo_b", D, OL);
+    const bool kv = contains(g.kv_source_layer_ids, l);
+    const bool ix = contains(g.index_source_layer_ids, l);
+    if (kv) {
+      b.bf16(a + "compressor.wkv.weight", g.head_dim, D);
+      if (g.compress_ratios[l] > 1) b.bf16(a + "compressor.wgate.weight", g.head_dim, D);
+      b.norm(a + "compressor.norm.weight", g.head_dim);
+    }
+    if (ix) {
+      b.fp8(a + "indexer.wq_b", int64_t{g.index_n_heads} * g.index_head_dim, g.q_lora_rank);
+      b.bf16(a + "indexer.weights_proj.weight", g.index_n_heads, D);
+    }
+    if (kv) {
+      b.bf16(a + "indexer.wk.weight", g.index_head_dim, g.head_dim);
+      b.norm(a + "indexer.k_norm.weight", g.index_head_dim);
+    }
+    const std::string f = p + "ffn.";
+    b.bf16(f + "gate.weight", E, D);  // router N(0, 1/sqrt(D)), E wide (not 384)
+    b.f32_const(f + "gate.bias", E, 0.0);
+    b.f32_const(f + "gate.bias_vl", E, 0.0);
+    for (int64_t e = 0; e < E; ++e) {
+      const std::string x = fmt::format("{}experts.{}.", f, e);
+      b.fp4(x + "w1", I, D);
+      b.fp4(x + "w2", D, I);
+      b.fp4(x + "w3", I, D);
+    }
+    if (IS > 0) {
+      b.fp8(f + "shared_experts.w1", IS, D);
+      b.fp8(f + "shared_experts.w2", D, IS);
+      b.fp8(f + "shared_experts.w3", IS, D);
+    }
+    b.norm(p + "attn_norm.weight", D);
+    b.norm(p + "ffn_norm.weight", D);
+  }
+  b.norm("norm.weight", D);
+  b.bf16("head.weight", V, D);
+  return out;
+}
+
+uint64_t synthetic_data_bytes(const SyntheticGeometry& g) {
+  uint64_t n = 0;
+  for (const SyntheticTensor& t : synthetic_tensors(g)) n += t.nbytes();
+  return n;
+}
+
+namespace {
+std::string int_list(const std::vector<int>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+}  // namespace
+
+std::string synthetic_config_json(const SyntheticGeometry& g) {
+  // image_token_id: the release's 129264 when it fits, else the last id (the validator wants it
+  // inside the vocabulary; text-only inference never reads it).
+  const int64_t image_id = g.vocab_size > 129264 ? 129264 : g.vocab_size - 1;
+  std::string s = fmt::format(R"({{
+  "architectures": ["DeepseekV41ForCausalLM"],
+  "model_type": "deepseek_v41",
+  "dtype": "bfloat16",
+  "bos_token_id": 0,
+  "eos_token_id": 1,
+  "pad_token_id": 2,
+  "image_token_id": {},
+  "tie_word_embeddings": false,
+  "quantization_config": {{
+    "quant_method": "fp8",
+    "activation_scheme": "dynamic",
+    "weight_block_size": [32, 32],
+    "scale_fmt": "ue8m0",
+    "expert_dtype": "fp4"
+  }},
+)",
+                              image_id);
+  s += fmt::format(R"(  "text_config": {{
+    "model_type": "deepseek_v41_text",
+    "vocab_size": {},
+    "hidden_size": {},
+    "num_hidden_layers": {},
+    "num_attention_heads": {},
+    "num_key_value_heads": 1,
+    "head_dim": {},
+    "q_lora_rank": {},
+    "qk_rope_head_dim": {},
+    "rope_theta": 10000.0,
+    "compress_rope_theta": 160000.0,
+    "rope_scaling": {{"rope_type": "yarn", "factor": 16, "beta_fast": 32, "beta_slow": 1,
+                     "original_max_position_embeddings": 65536}},
+    "max_position_embeddings": 1048576,
+    "attention_bias": false,
+    "sliding_window": {},
+    "compress_ratios": {},
+    "kv_source_layer_ids": {},
+    "index_source_layer_ids": {},
+    "candidate_source_layer_id": {},
+    "candidate_topk_blocks": {},
+    "candidate_block_size": {},
+    "index_n_heads": {},
+    "index_head_dim": {},
+    "index_topk": {},
+    "o_groups": {},
+    "o_lora_rank": {},
+)",
+                   g.vocab_size, g.hidden_size, g.num_hidden_layers, g.num_attention_heads,
+                   g.head_dim, g.q_lora_rank, g.qk_rope_head_dim, g.sliding_window,
+                   int_list(g.compress_ratios), int_list(g.kv_source_layer_ids),
+                   int_list(g.index_source_layer_ids), g.candidate_source_layer_id,
+                   g.candidate_topk_blocks, g.candidate_block_size, g.index_n_heads,
+                   g.index_head_dim, g.index_topk, g.o_groups, g.o_lora_rank);
+  s += fmt::format(R"(    "moe_intermediate_size": {},
+    "n_routed_experts": {},
+    "n_shared_experts": {},
+    "num_experts_per_tok": {},
+    "scoring_func": "sqrtsoftplus",
+    "gate_temp": 1.0,
+    "norm_topk_prob": true,
+    "routed_scaling_factor": {:.4f},
+    "topk_method": "noaux_tc",
+    "swiglu_limit": {:.4f},
+    "hidden_act": "silu",
+    "hc_mult": {},
+    "hc_sinkhorn_iters": {},
+    "hc_eps": 1e-06,
+    "rms_norm_eps": 1e-20,
+    "engram_layer_ids": [],
+    "num_nextn_predict_layers": 0,
+    "tie_word_embeddings": false,
+    "bos_token_id": 0,
+    "eos_token_id": 1,
+    "pad_token_id": 2,
+    "use_cache": true
+  }}
+}}
+)",
+                   g.moe_intermediate_size, g.n_routed_experts, g.n_shared_experts,
+                   g.num_experts_per_tok, g.routed_scaling_factor, g.swiglu_limit, g.hc_mult,
+                   g.hc_sinkhorn_iters);
+  return s;
+}
+
+}  // namespace dsv41::synth
