@@ -95,6 +95,37 @@ TEST_CASE("synthetic tiny checkpoint: Transformer::load + 5-token forward is fin
   }
 }
 
+TEST_CASE("synthetic 40-layer released schedule at tiny width stays finite", "[unit]") {
+  // The value rules through the full released depth and role schedule (Full / Reuse / Reindex
+  // at the released layer ids), at tiny width so that the CPU forward takes milliseconds.
+  SyntheticGeometry g = SyntheticGeometry::tiny();
+  const SyntheticGeometry r = SyntheticGeometry::released(40, 4);
+  g.num_hidden_layers = r.num_hidden_layers;
+  g.compress_ratios = r.compress_ratios;
+  g.kv_source_layer_ids = r.kv_source_layer_ids;
+  g.index_source_layer_ids = r.index_source_layer_ids;
+  g.candidate_source_layer_id = r.candidate_source_layer_id;
+  g.shard_bytes = uint64_t{1} << 20;
+  ScratchDir d("deep");
+  synth::write_synthetic_checkpoint(d.dir.string(), g, 11);
+  auto m = Transformer::load(d.dir.string(), 2);
+  REQUIRE(m->config().roles[24].role == AttnRole::kReindex);
+  SequenceState st = m->new_sequence();
+  std::vector<int32_t> ids(12);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((97 * i + 5) % 600);
+  const std::vector<float> logits = m->forward(st, ids);
+  REQUIRE(logits.size() == ids.size() * 600);
+  double sq = 0.0;
+  for (float x : logits) {
+    REQUIRE(std::isfinite(x));
+    sq += double(x) * x;
+  }
+  const double rms = std::sqrt(sq / logits.size());
+  INFO("logit rms " << rms);
+  REQUIRE(rms > 0.1);
+  REQUIRE(rms < 10.0);
+}
+
 TEST_CASE("synthetic value tables: decoded RMS equals the requested one", "[unit]") {
   // FP8 code RMS 14.3 (in = 5120), FP4 code RMS 1.41 (in = 2048), BF16 1/sqrt(5120).
   const SyntheticTensor e4{"w", DType::kF8E4M3, {32, 32}, synth::Fill::kE4m3Code, 0.0, 14.31};
