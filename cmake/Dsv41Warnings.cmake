@@ -16,3 +16,9 @@ if(DSV41_SANITIZE)
   add_compile_options(-fsanitize=${_san} -fno-omit-frame-pointer)
   add_link_options(-fsanitize=${_san})
 endif()
+
+# The CPU backend is the executable spec: its fp32 loops round every product and every sum (no
+# FMA contraction), which the CUDA kernels reproduce with __fmul_rn / __fadd_rn and the kernel
+# tests compare bit for bit. GCC contracts a*b+c by default wherever the target has FMA (aarch64,
+# i.e. the GB10 host; x86 with -march=native), so contraction is off for all C++ code.
+add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=off>)
