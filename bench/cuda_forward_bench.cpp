@@ -263,6 +263,13 @@ int run(int argc, char** argv) {
                   100.0 * floor_ms / host[ri]);
       std::fflush(stdout);
     }
+    for (int64_t R : rows) {  // where one step's device time goes (after the graph replays)
+      const auto segs = gpu->profile(seq, random_ids(rng, R, t.vocab_size));
+      std::printf("profile context %lld rows %lld:", static_cast<long long>(seq.pos()),
+                  static_cast<long long>(R));
+      for (const auto& [name, ms] : segs) std::printf(" %s %.3f ms;", name.c_str(), ms);
+      std::printf("\n");
+    }
   }
   std::printf("\nEngram block at released dims (x2 per step: layers 1 and 14), graph replay:\n\n");
   std::printf("| rows | ms/block | wkv bytes MB | %% of floor |\n| --- | --- | --- | --- |\n");

@@ -216,9 +216,16 @@ inline int gemv_ksplit(int64_t row_groups, int64_t chunks, int sm_count) {
   return ksplit;
 }
 
-// x is staged in shared memory when it fits the default 48 KB per block (no opt-in, so the same
-// rule holds on GB10's 99 KB): rows · in · 4 bytes, e.g. in = 1280 up to 9 rows, in = 8192 1 row.
+// x is staged in shared memory when it fits the default 48 KB per block beside the kernel's static
+// reduction buffer (no opt-in, so the same rule holds on GB10's 99 KB): rows · in · 4 bytes +
+// kGemvWarps · T · R · 4, e.g. in = 1280 up to 9 rows, in = 8192 1 row. (Counting x alone let
+// rows · in · 4 = exactly 48 KB through — Engram's wkv, in = 6144 at 2 rows — and the launch
+// failed with cudaErrorInvalidValue.)
 inline constexpr int64_t kGemvStageXBytes = 48 * 1024;
+template <int T, int R>
+constexpr int64_t gemv_stage_limit() {
+  return kGemvStageXBytes - int64_t{kGemvWarps} * T * R * 4;
+}
 
 template <class Fmt, int T, int R>
 cudaError_t launch_quant_gemv(const float* x, const uint8_t* w, const uint8_t* scale, float* y,
@@ -235,7 +242,7 @@ cudaError_t launch_quant_gemv(const float* x, const uint8_t* w, const uint8_t* s
   if (blocks > 0x7FFFFFFF) return cudaErrorInvalidValue;
   const int64_t x_bytes = int64_t{rows} * in * 4;
   const unsigned grid = static_cast<unsigned>(blocks);
-  if (T <= 8 && x_bytes <= kGemvStageXBytes) {
+  if (T <= 8 && x_bytes <= gemv_stage_limit<T, R>()) {
     quant_gemv_kernel<Fmt, T, R, (T <= 8)>
         <<<grid, kGemvThreads, x_bytes, stream>>>(x, w, scale, y, rows, out, in, ksplit);
   } else {

@@ -45,7 +45,7 @@ cudaError_t launch(const MoeGemvDesc* desc, int n_desc, const float* x, float* y
   if (blocks > 0x7FFFFFFF) return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(n_desc));
   const int64_t x_bytes = int64_t{T} * in * 4;
-  if (T <= 8 && x_bytes <= detail::kGemvStageXBytes) {
+  if (T <= 8 && x_bytes <= detail::gemv_stage_limit<T, R>()) {
     grouped_fp4_gemv_kernel<T, R, (T <= 8)>
         <<<grid, kGemvThreads, x_bytes, stream>>>(desc, x, y, out, in, ksplit);
   } else {

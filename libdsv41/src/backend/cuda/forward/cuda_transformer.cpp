@@ -13,6 +13,7 @@
 #include "backend/cuda/forward/device_moe.hpp"
 #include "backend/cuda/forward/forward_workspace.hpp"
 #include "backend/cuda/forward/launch_check.hpp"
+#include "backend/cuda/forward/step_profile.hpp"
 #include "core/check.hpp"
 #include "dsv41k/engram.hpp"
 #include "dsv41k/launchers.hpp"
@@ -187,6 +188,22 @@ void CudaTransformer::enqueue(DeviceSequence& seq, std::span<const int32_t> ids,
 
 const float* CudaTransformer::device_logits() const { return ws_->logits.as<float>(); }
 
+std::vector<std::pair<std::string, double>> CudaTransformer::profile(
+    DeviceSequence& seq, std::span<const int32_t> ids) const {
+  StepProfile p;
+  p.mark("start", stream_->get());
+  profile_ = &p;
+  try {
+    enqueue(seq, ids);
+  } catch (...) {
+    profile_ = nullptr;
+    throw;
+  }
+  profile_ = nullptr;
+  stream_->synchronize();
+  return p.totals();
+}
+
 void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> ids,
                                 std::span<const uint8_t> flags) const {
   const TextConfig& t = cpu_->config().text;
@@ -248,6 +265,7 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
                     "layer {}: Engram row id {} outside the table of {} rows", l, hash[i],
                     L.engram->dims().table_rows);
       L.engram->forward(H, T, ws.hash_ids.as<int64_t>() + slot * T * cols, dflags, eps, ws, s);
+      profile_mark(profile_, "engram", s);
     }
     // Attention site: mixes of the entering H; collapse with the previous site's pre.
     check_launch(kernels::hc_mixes(H, L.hc_attn_fn.as<float>(), L.hc_attn_base.as<float>(),
@@ -256,7 +274,9 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
                  l, "hc_mixes attn");
     check_launch(kernels::hc_collapse(H, pre, x, T, hc, D, s), l, "hc_collapse attn");
     check_launch(kernels::rms_norm(x, L.attn_norm.as<float>(), xn, T, D, eps, s), l, "attn_norm");
-    L.attn.forward(xn, T, pos0, seq, ws, y, s);
+    profile_mark(profile_, "mhc+norm", s);
+    L.attn.forward(xn, T, pos0, seq, ws, y, s, profile_);
+    profile_mark(profile_, "attn out proj", s);
     check_launch(kernels::hc_expand(y, H, post_a, comb_a, Hmid, T, hc, D, s), l, "hc_expand attn");
     // FFN site: collapse with the attention site's pre.
     check_launch(kernels::hc_mixes(Hmid, L.hc_ffn_fn.as<float>(), L.hc_ffn_base.as<float>(),
@@ -265,14 +285,18 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
                  l, "hc_mixes ffn");
     check_launch(kernels::hc_collapse(Hmid, pre_a, x, T, hc, D, s), l, "hc_collapse ffn");
     check_launch(kernels::rms_norm(x, L.ffn_norm.as<float>(), xn, T, D, eps, s), l, "ffn_norm");
-    L.ffn.forward(xn, T, dflags, ws, y, s);
+    profile_mark(profile_, "mhc+norm", s);
+    L.ffn.forward(xn, T, dflags, ws, y, s, profile_);
+    profile_mark(profile_, "moe combine", s);
     check_launch(kernels::hc_expand(y, Hmid, post_f, comb_f, H, T, hc, D, s), l, "hc_expand ffn");
     pre = pre_f;
+    profile_mark(profile_, "mhc+norm", s);
   }
   // Head: logits = head(norm(collapse(H, pre))).
   check_launch(kernels::hc_collapse(H, pre, x, T, hc, D, s), -1, "hc_collapse head");
   check_launch(kernels::rms_norm(x, norm_.as<float>(), x, T, D, eps, s), -1, "norm");
   head_->gemv(x, T, ws.logits.as<float>(), s);
+  profile_mark(profile_, "head", s);
   seq.pos_ += T;
 }
 

@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/cuda_stream.hpp"
@@ -75,6 +77,10 @@ class CudaTransformer {
   void enqueue(DeviceSequence& seq, std::span<const int32_t> ids,
                std::span<const uint8_t> image_flags = {}) const;
   const float* device_logits() const;
+  // One chunk like enqueue(), synchronised, with the device time of every segment of the step
+  // (mHC, attention parts, MoE parts, head) summed over the layers, in ms (benchmarks).
+  std::vector<std::pair<std::string, double>> profile(DeviceSequence& seq,
+                                                      std::span<const int32_t> ids) const;
   cudaStream_t stream() const { return stream_->get(); }
 
  private:
@@ -96,6 +102,7 @@ class CudaTransformer {
   DeviceBuffer embed_, norm_;
   std::unique_ptr<class DeviceLinear> head_;
   std::vector<int> engram_slot_;
+  mutable class StepProfile* profile_ = nullptr;  // set only inside profile()
 };
 
 }  // namespace dsv41::cuda

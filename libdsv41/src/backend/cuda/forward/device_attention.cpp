@@ -213,7 +213,8 @@ void DeviceAttention::select(const float* xn, int64_t T, int64_t pos0, const Dev
 }
 
 void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSequence& seq,
-                              ForwardWorkspace& ws, float* out, cudaStream_t s) const {
+                              ForwardWorkspace& ws, float* out, cudaStream_t s,
+                              StepProfile* prof) const {
   const int l = role_.layer, R = rope_dim_;
   const int64_t H = heads_, D = head_dim_;
   DSV41_CHECK(T >= 1 && T <= ws.max_chunk, kInternal, "layer {}: chunk of {} tokens (max {})", l, T,
@@ -238,6 +239,7 @@ void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSe
       "kv RoPE");
   check_launch(kernels::kv_quantize(KvFormat::kWindowFp8, kv, nullptr, kv_packed, T, D, s), l,
                "window FP8");
+  profile_mark(prof, "attn q/kv", s);
   // Step 3: compressed entries and the selection.
   const uint8_t* compressed = nullptr;
   int64_t n_entries = 0;
@@ -245,10 +247,12 @@ void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSe
   int topk = 0;
   if (role_.ratio > 0) {
     if (has_compressor_) compress(xn, T, pos0, seq.source.at(l), ws, s);
+    profile_mark(prof, "attn compressor", s);
     const DeviceSource& src = seq.source.at(role_.kv_layer);
     DSV41_CHECK(src.layer == role_.kv_layer, kInternal, "layer {}: KV source {} has no state", l,
                 role_.kv_layer);
     if (has_indexer_) select(xn, T, pos0, src, ws, s);
+    profile_mark(prof, "attn indexer+topk", s);
     auto it = ws.selection.find(has_indexer_ ? l : role_.index_layer);
     DSV41_CHECK(it != ws.selection.end(), kInternal, "layer {}: no selection of index source {}", l,
                 role_.index_layer);
@@ -264,6 +268,7 @@ void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSe
                                                 sink_.as<float>(), inv_freq_.as<float>(), o, T,
                                                 heads_, head_dim_, R, window_, pos0, s),
                l, "window_sparse_attention");
+  profile_mark(prof, "attn core", s);
   // Step 7: z_g = u_g·Wo_a[g]ᵀ per group (u_g = the group's heads), out = z·Wo_bᵀ.
   const int64_t G = o_groups_, L = o_lora_, gin = H * D / G;
   float* u = ws.u.as<float>();

@@ -12,6 +12,7 @@
 #include "backend/cuda/forward/device_linear.hpp"
 #include "backend/cuda/forward/device_sequence.hpp"
 #include "backend/cuda/forward/forward_workspace.hpp"
+#include "backend/cuda/forward/step_profile.hpp"
 #include "config/model_config.hpp"
 
 namespace dsv41 {
@@ -30,8 +31,9 @@ class DeviceAttention {
   // Appends this call's rows to seq (window ring, compressed entries, index keys, open group)
   // and publishes ws.selection / ws.candidates for the layers after it. pos0 must be the
   // position of the layer's state (checked).
+  // profile (optional): marks the segments of the sublayer (step_profile.hpp).
   void forward(const float* xn, int64_t T, int64_t pos0, DeviceSequence& seq, ForwardWorkspace& ws,
-               float* out, cudaStream_t stream) const;
+               float* out, cudaStream_t stream, StepProfile* profile = nullptr) const;
 
   uint64_t device_bytes() const;
 

@@ -78,7 +78,7 @@ uint64_t DeviceMoe::expert_bytes() const {
 }
 
 void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, ForwardWorkspace& ws,
-                        float* y, cudaStream_t s) const {
+                        float* y, cudaStream_t s, StepProfile* prof) const {
   const int l = layer_, E = shape_.n_experts, k = shape_.top_k;
   const int64_t D = shape_.dim;
   DSV41_CHECK(T >= 1 && T <= ws.max_chunk, kInternal, "layer {}: chunk of {} tokens (max {})", l, T,
@@ -103,12 +103,19 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   check_launch(
       kernels::moe_permute(ids, rw, T, k, 0, E, counts, offsets, slot_token, slot_weight, inv, s),
       l, "moe_permute");
+  profile_mark(prof, "moe gate+route", s);
   const int32_t* n_slots = offsets + E;
   check_launch(kernels::moe_gather(xn, slot_token, n_slots, xs, T * k, D, s), l, "moe_gather");
   auto* dg = ws.desc_gate.as<kernels::MoeGemvDesc>();
   auto* du = ws.desc_up.as<kernels::MoeGemvDesc>();
   auto* dd = ws.desc_down.as<kernels::MoeGemvDesc>();
-  const int64_t cap = ws.desc_capacity;
+  // Descriptors for this call's T (not the workspace's max_chunk): empty ones still cost a launch
+  // slot per block row in the grouped GEMV.
+  const int64_t cap = kernels::moe_descriptor_capacity(T, k, E);
+  DSV41_CHECK(cap <= ws.desc_capacity, kInternal,
+              "layer {}: {} MoE descriptors exceed the {} of "
+              "the workspace",
+              l, cap, ws.desc_capacity);
   auto table = [](const DeviceBuffer& b) { return b.as<const uint8_t* const>(); };
   check_launch(kernels::moe_expert_descriptors(counts, offsets, E, table(w1_table_),
                                                table(w1_scales_), 0, dg, cap, s),
@@ -119,6 +126,7 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   check_launch(kernels::moe_expert_descriptors(counts, offsets, E, table(w2_table_),
                                                table(w2_scales_), 0, dd, cap, s),
                l, "moe_expert_descriptors w2");
+  profile_mark(prof, "moe permute+descriptors", s);
   // A bucket holds each token at most once, so no descriptor has more than T rows.
   const int max_rows = static_cast<int>(std::min<int64_t>(T, kernels::kMoeGemvMaxRows));
   const int n_desc = static_cast<int>(cap);
@@ -131,6 +139,7 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
       "moe_swiglu");
   check_launch(kernels::moe_grouped_fp4_gemv(dd, n_desc, max_rows, g, ys, D, inter_, s), l,
                "moe_grouped_fp4_gemv w2");
+  profile_mark(prof, "moe routed experts", s);
   // Shared expert, weight 1.
   float* sg = ws.shared_g.as<float>();
   float* su = ws.shared_u.as<float>();
@@ -141,6 +150,7 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
       kernels::moe_swiglu(sg, su, nullptr, nullptr, T, shared_inter_, shape_.swiglu_limit, s), l,
       "shared expert SwiGLU");
   shared_w2_.gemv(sg, T, sy, s);
+  profile_mark(prof, "moe shared expert", s);
   check_launch(kernels::moe_combine(ys, ids, inv, sy, y, T, k, D, s), l, "moe_combine");
 }
 

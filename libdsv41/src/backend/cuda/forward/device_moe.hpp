@@ -13,6 +13,7 @@
 #include "backend/cuda/device_buffer.hpp"
 #include "backend/cuda/forward/device_linear.hpp"
 #include "backend/cuda/forward/forward_workspace.hpp"
+#include "backend/cuda/forward/step_profile.hpp"
 #include "model/moe.hpp"
 
 namespace dsv41::cuda {
@@ -25,7 +26,7 @@ class DeviceMoe {
 
   // xn [T, D] (ffn_norm output) -> y [T, D]; flags [T] uint8 device or null; T <= ws.max_chunk.
   void forward(const float* xn, int64_t T, const uint8_t* flags, ForwardWorkspace& ws, float* y,
-               cudaStream_t stream) const;
+               cudaStream_t stream, StepProfile* profile = nullptr) const;
 
   uint64_t device_bytes() const;
   // Bytes of one routed expert (w1 + w3 + w2 with scales), all experts being the same shape.
