@@ -1,13 +1,18 @@
 // Window + sparse attention core (spec model-architecture.md §2.2 steps 4-6, §2.6), the CUDA
-// twin of model/attention/window_sparse_attention.cpp. One block per (token t, chunk of hpb
-// heads), one warp per head. Keys of query t in the reference's order: window positions
-// first..pos (old ones from the packed FP8 ring slot p % capacity, new ones from new_packed row
-// p - pos0), then the non-negative selection ids (packed FP4 compressed rows). Keys are staged
-// 32 at a time as packed bytes in shared memory; lane l owns key j0+l and computes its dot
-// product sequentially over c with unfused fp32 mul/add, exactly the reference's order, so the
-// scores are bit-identical. Max, exp (expf), the sequential denominator (lane 0, sink first)
-// and o[c] = Σ_j p_j·k_j[c] (sequential over j, lane owns c) follow the reference; the inverse
-// RoPE is the rope_rotate kernel. An out-of-range selection id makes the (t, heads) rows NaN.
+// twin of model/attention/window_sparse_attention.cpp, shaped as split-key flash decoding because
+// every head reads the same keys (one K=V head, §2.2): the key list of token t is a virtual
+// array of window + topk slots, slot j < window = position first + j (FP8 ring slot p % capacity,
+// or this call's packed row p - pos0), slot window + i = selection id i (FP4 compressed entry),
+// unused slots (j >= positions in the window, id -1) masked. The slots are cut into tiles of 32
+// and the tiles into `splits` contiguous ranges; a block owns (token, split, group of 8 heads),
+// decodes each tile once into shared memory as fp32 and runs the online softmax over it:
+//   scores   warp = head, lane = key, fp32 FMA over head_dim (float4 smem reads)
+//   rescale  m' = max(m, tile max), acc·exp(m - m'), l·exp(m - m') + Σ exp(s - m')
+//   values   thread = (head, 4 channels), acc += Σ_j p_j·k_j
+// With one split the block adds the sink and normalises; else it writes (m, l, acc) and
+// combine_kernel merges the splits with the sink. Then the inverse RoPE (rope_rotate).
+// Decode of one token at the released dims: 20 tiles × 8 head groups = 160 blocks.
+// An out-of-range selection id makes every row of its token NaN (the reference throws).
 #include <cmath>
 #include <cstdint>
 
@@ -16,8 +21,12 @@
 namespace dsv41::kernels {
 namespace {
 
-constexpr int kTile = 32;        // keys staged per step (one per lane)
-constexpr int kMaxHeadsBlk = 8;  // warps per block
+constexpr int kTile = 32;         // key slots per tile (one per lane in the score pass)
+constexpr int kHeadsBlk = 8;      // heads per block (one warp each in the score pass)
+constexpr int kThreads = 32 * kHeadsBlk;
+constexpr int kMaxHeadDim = 512;  // acc registers: kHeadsBlk·head_dim/4 float4 over 256 threads
+constexpr int kAccPerThread = kHeadsBlk * kMaxHeadDim / 4 / kThreads;  // 4
+constexpr int kTargetBlocks = 256;  // enough blocks to fill 132 (H200) or 48 (GB10) SMs twice
 
 __device__ __forceinline__ float e4m3_value(uint8_t b) {
   const int sign = b >> 7, exp = (b >> 3) & 0xF, man = b & 7;
@@ -43,192 +52,321 @@ struct Args {
   const int32_t* index;
   const float* sink;
   float* o;
+  float* part;  // [T, heads, splits] × (head_dim + 4): acc, m, l, 2 pad (splits > 1)
   int64_t T, n_entries, pos0;
-  int H, D, W, capacity, topk, hpb, stride;  // stride: staged entry bytes in shared memory
+  int H, D, W, capacity, topk, splits, tiles_per_split, n_tiles;
   float scale;
 };
 
-// Element c of the staged entry e (fp8: window FP8 layout, else compressed FP4 layout).
-__device__ __forceinline__ float staged(const uint8_t* e, bool fp8, int D, int c,
-                                        const float* e4m3) {
-  if (fp8) return __fmul_rn(e4m3[e[c]], ldexpf(1.0f, static_cast<int>(e[D + c / 32]) - 127));
-  const int code = (e[c / 2] >> (4 * (c & 1))) & 0xF;
-  return __fmul_rn(e2m1_value(code), e4m3[e[D / 2 + c / 16]]);
-}
-
-__global__ void attend_kernel(Args a) {
-  extern __shared__ float smem[];
-  const int D = a.D, hpb = a.hpb;
-  const int64_t t = blockIdx.x;
-  const int h0 = blockIdx.y * hpb;
+__global__ void __launch_bounds__(kThreads) attend_kernel(Args a) {
+  extern __shared__ __align__(16) float smem[];
+  const int D = a.D, KS = D + 4;  // key row stride: float4 reads of 32 lanes hit 8 distinct slots
+  const int64_t t = blockIdx.x / a.splits;
+  const int split = static_cast<int>(blockIdx.x % a.splits);
+  const int h0 = blockIdx.y * kHeadsBlk;
+  const int heads = min(kHeadsBlk, a.H - h0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int nthreads = blockDim.x;
-  const int max_keys = a.W + a.topk;
-  float* e4m3 = smem;                                              // [256]
-  float* qs = e4m3 + 256;                                          // [hpb, D]
-  float* acc = qs + hpb * D;                                       // [hpb, D]
-  float* sc = acc + hpb * D;                                       // [hpb, max_keys]
-  int32_t* sel = reinterpret_cast<int32_t*>(sc + hpb * max_keys);  // [topk]
-  const uint8_t** src = reinterpret_cast<const uint8_t**>(
-      reinterpret_cast<uintptr_t>(sel + a.topk + 2 + 1) & ~uintptr_t{7});  // [kTile]
-  uint8_t* tile = reinterpret_cast<uint8_t*>(src + kTile);                 // [kTile, stride]
-  __shared__ int n_sel, bad;
+  float* e4m3 = smem;                  // [256]
+  float* e2m1 = e4m3 + 256;            // [16]
+  float* qs = e2m1 + 16;               // [kHeadsBlk, D] (offset 272 floats: 16-byte aligned)
+  float* ks = qs + kHeadsBlk * D;      // [kTile, D + 4]
+  float* ps = ks + kTile * KS;         // [kHeadsBlk, kTile] probabilities of the tile
+  float* alpha = ps + kHeadsBlk * kTile;  // [kHeadsBlk] rescale of the tile
+  __shared__ const uint8_t* src[kTile];
+  __shared__ int fp8_key[kTile];
+  __shared__ int bad;
+
+  for (int i = threadIdx.x; i < 256; i += kThreads) e4m3[i] = e4m3_value(static_cast<uint8_t>(i));
+  if (threadIdx.x < 16) e2m1[threadIdx.x] = e2m1_value(threadIdx.x);
+  for (int i = threadIdx.x; i < kHeadsBlk * D; i += kThreads) {
+    const int w = i / D;
+    qs[i] = w < heads ? a.q[(t * a.H + h0 + w) * D + i % D] : 0.0f;
+  }
+  if (threadIdx.x == 0) bad = 0;
 
   const int64_t pos = a.pos0 + t;
   const int64_t first = pos - a.W + 1 > 0 ? pos - a.W + 1 : 0;
   const int nw = static_cast<int>(pos - first + 1);
-  for (int i = threadIdx.x; i < 256; i += nthreads) e4m3[i] = e4m3_value(static_cast<uint8_t>(i));
-  const int heads = min(hpb, a.H - h0);
-  for (int i = threadIdx.x; i < hpb * D; i += nthreads) {
-    const int w = i / D;
-    qs[i] = w < heads ? a.q[(t * a.H + h0 + w) * D + i % D] : 0.0f;
-    acc[i] = 0.0f;
-  }
-  if (threadIdx.x == 0) {  // compact the selection in order (the reference skips -1)
-    int n = 0, b = 0;
-    for (int i = 0; i < a.topk; ++i) {
-      const int32_t id = a.index[t * a.topk + i];
-      if (id < 0) continue;
-      if (id >= a.n_entries) b = 1;
-      sel[n++] = id;
-    }
-    n_sel = n;
-    bad = b;
-  }
-  __syncthreads();
-  const int nk = nw + n_sel;
-  const bool bad_sel = bad != 0;
   const int fp8_bytes = D + D / 32, fp4_bytes = D / 2 + D / 16;
-  const int w_head = warp < heads ? warp : -1;
-  float* my_sc = sc + warp * max_keys;
+  const int n4 = D / 4;
+  float m_run = -INFINITY, l_run = 0.0f;  // per warp (= head), same in every lane
+  float4 acc[kAccPerThread];
+#pragma unroll
+  for (int k = 0; k < kAccPerThread; ++k) acc[k] = make_float4(0.f, 0.f, 0.f, 0.f);
 
-  auto stage = [&](int j0) {  // keys [j0, j0 + kTile) into the tile
+  const int tb = split * a.tiles_per_split;
+  const int te = min(a.n_tiles, tb + a.tiles_per_split);
+  for (int tile = tb; tile < te; ++tile) {
+    __syncthreads();  // tables/q written; the previous tile's keys and probabilities consumed
     if (threadIdx.x < kTile) {
-      const int j = j0 + threadIdx.x;
+      const int j = tile * kTile + threadIdx.x;
       const uint8_t* p = nullptr;
-      if (j < nw) {
-        const int64_t k = first + j;
-        p = k >= a.pos0 ? a.new_packed + (k - a.pos0) * fp8_bytes
-                        : a.ring + (k % a.capacity) * fp8_bytes;
-      } else if (j < nk && !bad_sel) {
-        p = a.compressed + static_cast<int64_t>(sel[j - nw]) * fp4_bytes;
+      int fp8 = 0;
+      if (j < a.W) {
+        if (j < nw) {
+          const int64_t k = first + j;
+          p = k >= a.pos0 ? a.new_packed + (k - a.pos0) * fp8_bytes
+                          : a.ring + (k % a.capacity) * fp8_bytes;
+          fp8 = 1;
+        }
+      } else if (j - a.W < a.topk) {
+        const int32_t id = a.index[t * a.topk + (j - a.W)];
+        if (id >= a.n_entries) atomicOr(&bad, 1);
+        else if (id >= 0) p = a.compressed + static_cast<int64_t>(id) * fp4_bytes;
       }
       src[threadIdx.x] = p;
+      fp8_key[threadIdx.x] = fp8;
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < kTile * fp8_bytes; i += nthreads) {
-      const int e = i / fp8_bytes, b = i % fp8_bytes;
-      const int j = j0 + e;
-      const int bytes = j < nw ? fp8_bytes : fp4_bytes;
-      tile[e * a.stride + b] = (src[e] != nullptr && b < bytes) ? src[e][b] : 0;
+    // Decode the tile: item = (key e, channels 4c..4c+3).
+    for (int i = threadIdx.x; i < kTile * n4; i += kThreads) {
+      const int e = i / n4, c = 4 * (i % n4);
+      const uint8_t* p = src[e];
+      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (p != nullptr) {
+        if (fp8_key[e]) {
+          const float s = ldexpf(1.0f, static_cast<int>(p[D + c / 32]) - 127);
+          v = make_float4(__fmul_rn(e4m3[p[c]], s), __fmul_rn(e4m3[p[c + 1]], s),
+                          __fmul_rn(e4m3[p[c + 2]], s), __fmul_rn(e4m3[p[c + 3]], s));
+        } else {
+          const float s = e4m3[p[D / 2 + c / 16]];
+          const uint8_t b0 = p[c / 2], b1 = p[c / 2 + 1];
+          v = make_float4(__fmul_rn(e2m1[b0 & 0xF], s), __fmul_rn(e2m1[b0 >> 4], s),
+                          __fmul_rn(e2m1[b1 & 0xF], s), __fmul_rn(e2m1[b1 >> 4], s));
+        }
+      }
+      *reinterpret_cast<float4*>(ks + e * KS + c) = v;
     }
     __syncthreads();
-  };
-
-  // Pass 1: scores.
-  for (int j0 = 0; j0 < nk; j0 += kTile) {
-    stage(j0);
-    const int j = j0 + lane;
-    if (w_head >= 0 && j < nk) {
-      const uint8_t* e = tile + lane * a.stride;
-      const bool fp8 = j < nw;
-      const float* qh = qs + warp * D;
-      float dot = 0.0f;
-      for (int c = 0; c < D; ++c)
-        dot = __fadd_rn(dot, __fmul_rn(qh[c], staged(e, fp8, D, c, e4m3)));
-      my_sc[j] = __fmul_rn(dot, a.scale);
+    // Scores and the online-softmax update of this warp's head.
+    if (warp < heads) {
+      const bool valid = src[lane] != nullptr;
+      float s = -INFINITY;
+      if (valid) {
+        const float4* q4 = reinterpret_cast<const float4*>(qs + warp * D);
+        const float4* k4 = reinterpret_cast<const float4*>(ks + lane * KS);
+        float d0 = 0.f, d1 = 0.f;
+        for (int c = 0; c < n4; c += 2) {
+          const float4 qa = q4[c], ka = k4[c];
+          d0 = fmaf(qa.x, ka.x, d0);
+          d0 = fmaf(qa.y, ka.y, d0);
+          d0 = fmaf(qa.z, ka.z, d0);
+          d0 = fmaf(qa.w, ka.w, d0);
+          if (c + 1 < n4) {
+            const float4 qb = q4[c + 1], kb = k4[c + 1];
+            d1 = fmaf(qb.x, kb.x, d1);
+            d1 = fmaf(qb.y, kb.y, d1);
+            d1 = fmaf(qb.z, kb.z, d1);
+            d1 = fmaf(qb.w, kb.w, d1);
+          }
+        }
+        s = __fmul_rn(d0 + d1, a.scale);
+      }
+      float mt = s;
+      for (int off = 16; off > 0; off /= 2) mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, off));
+      const float m_new = fmaxf(m_run, mt);
+      float p = 0.0f, al = 1.0f;
+      if (m_new != -INFINITY) {
+        p = valid ? expf(s - m_new) : 0.0f;
+        al = m_run == -INFINITY ? 0.0f : expf(m_run - m_new);
+      }
+      float sum = p;
+      for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+      l_run = l_run * al + sum;
+      m_run = m_new;
+      ps[warp * kTile + lane] = p;
+      if (lane == 0) alpha[warp] = al;
+    } else if (warp < kHeadsBlk) {
+      ps[warp * kTile + lane] = 0.0f;
+      if (lane == 0) alpha[warp] = 1.0f;
     }
     __syncthreads();
-  }
-  // Softmax: m = max(sink, s_j); e_j = exp(s_j - m); denom sequential, sink first.
-  __shared__ float denom_s[kMaxHeadsBlk];
-  if (w_head >= 0) {
-    const float sink = a.sink[h0 + warp];
-    float m = sink;
-    for (int j = lane; j < nk; j += 32) m = fmaxf(m, my_sc[j]);
-    for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-    __syncwarp();
-    for (int j = lane; j < nk; j += 32) my_sc[j] = expf(__fsub_rn(my_sc[j], m));
-    __syncwarp();
-    if (lane == 0) {
-      float d = expf(__fsub_rn(sink, m));
-      for (int j = 0; j < nk; ++j) d = __fadd_rn(d, my_sc[j]);
-      denom_s[warp] = d;
+    // Values: acc[h, c..c+3] = acc·alpha[h] + Σ_j p[h, j]·k_j[c..c+3].
+#pragma unroll
+    for (int k = 0; k < kAccPerThread; ++k) {
+      const int idx = threadIdx.x + k * kThreads;
+      if (idx >= kHeadsBlk * n4) break;
+      const int h = idx / n4, c = 4 * (idx % n4);
+      const float al = alpha[h];
+      float4 r = make_float4(acc[k].x * al, acc[k].y * al, acc[k].z * al, acc[k].w * al);
+      const float* ph = ps + h * kTile;
+      for (int j = 0; j < kTile; ++j) {
+        const float pj = ph[j];
+        const float4 kv = *reinterpret_cast<const float4*>(ks + j * KS + c);
+        r.x = fmaf(pj, kv.x, r.x);
+        r.y = fmaf(pj, kv.y, r.y);
+        r.z = fmaf(pj, kv.z, r.z);
+        r.w = fmaf(pj, kv.w, r.w);
+      }
+      acc[k] = r;
     }
-    __syncwarp();
-    const float d = denom_s[warp];
-    for (int j = lane; j < nk; j += 32) my_sc[j] = __fdiv_rn(my_sc[j], d);
   }
   __syncthreads();
-  // Pass 2: o[c] = Σ_j p_j·k_j[c], sequential over j.
-  for (int j0 = 0; j0 < nk; j0 += kTile) {
-    stage(j0);
-    if (w_head >= 0) {
-      float* oh = acc + warp * D;
-      const int jn = min(kTile, nk - j0);
-      for (int e = 0; e < jn; ++e) {
-        const uint8_t* ent = tile + e * a.stride;
-        const bool fp8 = j0 + e < nw;
-        const float p = my_sc[j0 + e];
-        for (int c = lane; c < D; c += 32)
-          oh[c] = __fadd_rn(oh[c], __fmul_rn(p, staged(ent, fp8, D, c, e4m3)));
-      }
+  const bool is_bad = bad != 0;
+  if (a.splits == 1) {  // add the sink and normalise here
+    if (warp < heads && lane == 0) {
+      const float sink = a.sink[h0 + warp];
+      const float m = fmaxf(sink, m_run);
+      const float w = m_run == -INFINITY ? 0.0f : expf(m_run - m);
+      const float denom = expf(sink - m) + l_run * w;
+      alpha[warp] = is_bad ? __int_as_float(0x7fc00000) : w / denom;
     }
     __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kAccPerThread; ++k) {
+      const int idx = threadIdx.x + k * kThreads;
+      if (idx >= kHeadsBlk * n4) break;
+      const int h = idx / n4, c = 4 * (idx % n4);
+      if (h >= heads) continue;
+      const float f = alpha[h];
+      *reinterpret_cast<float4*>(a.o + (t * a.H + h0 + h) * D + c) =
+          make_float4(acc[k].x * f, acc[k].y * f, acc[k].z * f, acc[k].w * f);
+    }
+    return;
   }
-  if (w_head >= 0) {
-    float* out = a.o + (t * a.H + h0 + warp) * D;
-    const float* oh = acc + warp * D;
-    for (int c = lane; c < D; c += 32) out[c] = bad_sel ? __int_as_float(0x7fc00000) : oh[c];
+  const int64_t stride = D + 4;  // float4-aligned rows
+#pragma unroll
+  for (int k = 0; k < kAccPerThread; ++k) {
+    const int idx = threadIdx.x + k * kThreads;
+    if (idx >= kHeadsBlk * n4) break;
+    const int h = idx / n4, c = 4 * (idx % n4);
+    if (h >= heads) continue;
+    float* dst = a.part + ((t * a.H + h0 + h) * a.splits + split) * stride;
+    *reinterpret_cast<float4*>(dst + c) = acc[k];
+  }
+  if (warp < heads && lane == 0) {
+    float* dst = a.part + ((t * a.H + h0 + warp) * a.splits + split) * stride;
+    dst[D] = m_run;
+    dst[D + 1] = is_bad ? __int_as_float(0x7fc00000) : l_run;
   }
 }
 
-size_t smem_bytes(int hpb, int D, int W, int topk, int stride) {
-  size_t b = (256 + 2 * static_cast<size_t>(hpb) * D + static_cast<size_t>(hpb) * (W + topk)) * 4;
-  b += (static_cast<size_t>(topk) + 3) * 4 + 8;  // selection + alignment of the pointer table
-  b += kTile * sizeof(void*) + static_cast<size_t>(kTile) * stride;
-  return b;
+// One block per (token, head): o = Σ_s w_s·acc_s / (exp(sink - m) + Σ_s w_s·l_s), w_s =
+// exp(m_s - m), m = max(sink, m_s); a NaN l_s (bad selection id) makes the row NaN.
+__global__ void combine_kernel(const float* part, const float* sink, float* o, int H, int D,
+                               int splits) {
+  __shared__ float w[64];
+  __shared__ float inv;
+  const int64_t th = blockIdx.x;
+  const int h = static_cast<int>(th % H);
+  const int64_t stride = D + 4;
+  const float* base = part + th * splits * stride;
+  if (threadIdx.x == 0) {
+    const float sk = sink[h];
+    float m = sk;
+    bool nan = false;
+    for (int s = 0; s < splits; ++s) {
+      m = fmaxf(m, base[s * stride + D]);
+      nan = nan || isnan(base[s * stride + D + 1]);
+    }
+    float denom = expf(sk - m);
+    for (int s = 0; s < splits; ++s) {
+      const float ms = base[s * stride + D];
+      w[s] = ms == -INFINITY ? 0.0f : expf(ms - m);
+      denom += w[s] * base[s * stride + D + 1];
+    }
+    inv = nan ? __int_as_float(0x7fc00000) : 1.0f / denom;
+  }
+  __syncthreads();
+  for (int c = threadIdx.x; c < D; c += blockDim.x) {
+    float r = 0.0f;
+    for (int s = 0; s < splits; ++s) r = fmaf(w[s], base[s * stride + c], r);
+    o[th * D + c] = r * inv;
+  }
+}
+
+size_t smem_bytes(int D) {
+  return (272 + static_cast<size_t>(kHeadsBlk) * D + static_cast<size_t>(kTile) * (D + 4) +
+          kHeadsBlk * kTile + kHeadsBlk) *
+         4;
+}
+
+struct Plan {
+  int n_tiles, splits, tiles_per_split;
+};
+
+Plan plan(int64_t T, int heads, int window, int topk, size_t workspace_bytes, int D) {
+  Plan p;
+  p.n_tiles = (window + topk + kTile - 1) / kTile;
+  const int64_t base = T * ((heads + kHeadsBlk - 1) / kHeadsBlk);
+  int64_t s = (kTargetBlocks + base - 1) / base;
+  s = s < 1 ? 1 : (s > p.n_tiles ? p.n_tiles : s);
+  s = s > 64 ? 64 : s;  // combine_kernel's weight table
+  const size_t per_split = static_cast<size_t>(T) * heads * (D + 4) * 4;
+  if (s > 1 && per_split * s > workspace_bytes) s = workspace_bytes / per_split;
+  if (s < 1) s = 1;
+  p.tiles_per_split = static_cast<int>((p.n_tiles + s - 1) / s);
+  p.splits = (p.n_tiles + p.tiles_per_split - 1) / p.tiles_per_split;
+  if (p.splits < 1) p.splits = 1;
+  return p;
 }
 
 }  // namespace
+
+size_t window_sparse_attention_workspace_bytes(int64_t T, int heads, int head_dim, int window,
+                                               int topk) {
+  if (T < 1 || heads < 1 || head_dim < 1 || window < 1 || topk < 0) return 0;
+  const Plan p = plan(T, heads, window, topk, SIZE_MAX, head_dim);
+  return p.splits > 1 ? static_cast<size_t>(T) * heads * p.splits * (head_dim + 4) * 4 : 0;
+}
 
 cudaError_t window_sparse_attention(const float* q, const uint8_t* new_packed, const uint8_t* ring,
                                     int capacity, const uint8_t* compressed, int64_t n_entries,
                                     const int32_t* index, int topk, const float* sink,
                                     const float* inv_freq, float* o, int64_t T, int heads,
                                     int head_dim, int rope_dim, int window, int64_t pos0,
+                                    void* workspace, size_t workspace_bytes,
                                     cudaStream_t stream) {
   const int D = head_dim;
-  if (T < 0 || T > INT32_MAX || heads < 1 || heads > 65535 || D < 32 || D % 32 != 0 || D > 4096 ||
-      rope_dim < 2 || rope_dim % 2 != 0 || rope_dim > D || window < 1 || window > 65536 ||
-      capacity < window || pos0 < 0 || topk < 0 || topk > 65536 || n_entries < 0)
+  if (T < 0 || T > INT32_MAX / 64 || heads < 1 || heads > 65535 || D < 32 ||
+      D % 32 != 0 || D > kMaxHeadDim || rope_dim < 2 || rope_dim % 2 != 0 || rope_dim > D ||
+      window < 1 || window > 65536 || capacity < window || pos0 < 0 || topk < 0 || topk > 65536 ||
+      n_entries < 0)
     return cudaErrorInvalidValue;
   if (q == nullptr || new_packed == nullptr || sink == nullptr || inv_freq == nullptr ||
       o == nullptr || (pos0 > 0 && ring == nullptr) || (topk > 0 && index == nullptr) ||
-      (n_entries > 0 && compressed == nullptr))
+      (n_entries > 0 && compressed == nullptr) || (workspace_bytes > 0 && workspace == nullptr))
     return cudaErrorInvalidValue;
   if (T == 0) return cudaSuccess;
-  const int fp8_bytes = D + D / 32;
-  const int stride = ((fp8_bytes + 3) / 4) | 1;  // odd word count: lanes hit distinct banks
-  int hpb = heads < kMaxHeadsBlk ? heads : kMaxHeadsBlk;
-  while (hpb > 1 && smem_bytes(hpb, D, window, topk, stride * 4) > 47 * 1024) hpb /= 2;
-  const size_t smem = smem_bytes(hpb, D, window, topk, stride * 4);
-  if (smem > 47 * 1024 &&
+  const Plan p = plan(T, heads, window, topk, workspace_bytes, D);
+  const size_t smem = smem_bytes(D);
+  if (smem > 48 * 1024 &&
       cudaFuncSetAttribute(attend_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            static_cast<int>(smem)) != cudaSuccess) {
     (void)cudaGetLastError();
     return cudaErrorInvalidValue;
   }
-  Args a{q,          new_packed, ring,
-         compressed, index,      sink,
-         o,          T,          n_entries,
-         pos0,       heads,      D,
-         window,     capacity,   topk,
-         hpb,        stride * 4, static_cast<float>(std::pow(static_cast<double>(D), -0.5))};
-  const dim3 grid(static_cast<unsigned>(T), static_cast<unsigned>((heads + hpb - 1) / hpb));
-  attend_kernel<<<grid, 32 * hpb, smem, stream>>>(a);
-  const cudaError_t e = cudaGetLastError();
+  Args a{q,
+         new_packed,
+         ring,
+         compressed,
+         index,
+         sink,
+         o,
+         static_cast<float*>(workspace),
+         T,
+         n_entries,
+         pos0,
+         heads,
+         D,
+         window,
+         capacity,
+         topk,
+         p.splits,
+         p.tiles_per_split,
+         p.n_tiles,
+         static_cast<float>(std::pow(static_cast<double>(D), -0.5))};
+  const dim3 grid(static_cast<unsigned>(T * p.splits),
+                  static_cast<unsigned>((heads + kHeadsBlk - 1) / kHeadsBlk));
+  attend_kernel<<<grid, kThreads, smem, stream>>>(a);
+  cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
+  if (p.splits > 1) {
+    combine_kernel<<<static_cast<unsigned>(T * heads), 128, 0, stream>>>(a.part, sink, o, heads,
+                                                                         D, p.splits);
+    e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+  }
   return rope_rotate(o, inv_freq, T, heads, D, rope_dim, pos0, 1, true, stream);
 }
 

@@ -1,12 +1,14 @@
 // Launchers of the attention ops (spec model-architecture.md §2.2, §2.7, §2.8), mirroring the CPU
 // reference model/attention/ (rope.cpp, kv_quant.cpp) and kv/packed_formats.cpp: raw device
-// pointers, sizes, a stream; no allocation, no workspace. Invalid arguments return
-// cudaErrorInvalidValue before anything is launched, else cudaGetLastError() after the launch.
+// pointers, sizes, a workspace where one is needed, a stream; no allocation. Invalid arguments
+// return cudaErrorInvalidValue before anything is launched, else cudaGetLastError() after the
+// launch.
 // Layouts row-major, fp32 activations. See docs/kernels.md.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace dsv41::kernels {
@@ -58,21 +60,28 @@ cudaError_t kv_quantize(KvFormat f, const float* x, float* xq, uint8_t* packed, 
 //              p % capacity; must hold [max(0, pos0-window+1), pos0); may be null when pos0 == 0
 //   compressed [n_entries, kv_packed_bytes(kCompressedFp4, head_dim)] the KV source's entries
 //              (contiguous); null allowed when n_entries == 0
-//   index      [T, topk] selected entry ids (-1 = none, used in array order); null when topk == 0.
-//              An id >= n_entries makes that token's output rows NaN (the reference throws).
+//   index      [T, topk] selected entry ids (-1 = none); null when topk == 0. An id >= n_entries
+//              makes that token's output rows NaN (the reference throws).
 //   sink [heads] fp32, inv_freq [rope_dim/2] the layer's RoPE table, o [T, heads, head_dim] fp32.
-// Scores are bit-identical to the reference (same sequential fp32 order, unfused); exp is CUDA
-// expf (<= 2 ulp). Needs T >= 0, 1 <= heads <= 65535, head_dim a multiple of 32 in [32, 4096],
-// rope_dim even in [2, head_dim], 1 <= window <= capacity, window <= 65536, 0 <= topk <= 65536,
-// pos0 >= 0, n_entries >= 0, the pointers above non-null; shared memory of
-// 4·(256 + 2·hpb·head_dim + hpb·(window+topk) + topk) + 32·(head_dim·33/32 + 4) bytes (hpb <= 8
-// heads per block) must fit the device.
+//   workspace  split-key partials, window_sparse_attention_workspace_bytes(T, ...) bytes for the
+//              full split count; fewer bytes (or 0 / null) give fewer key splits (slower for
+//              few tokens, same math). Never read before written.
+// Split-key online softmax (flash decoding): keys are decoded to fp32 exactly as the reference;
+// scores and sums are fp32 FMA in a different order than the reference's sequential unfused loop,
+// so results agree to rounding (docs/kernels.md gives the bound the kernel test checks), and they
+// are deterministic for a given (T, heads, window, topk, workspace_bytes). Needs T >= 0,
+// T <= INT32_MAX / 64, 1 <= heads, head_dim a multiple of 32 in [32, 512], rope_dim even in
+// [2, head_dim], 1 <= window <= capacity, window <= 65536, 0 <= topk <= 65536, pos0 >= 0,
+// n_entries >= 0, the pointers above non-null; ~4·(8·head_dim + 32·(head_dim + 4) + 540) bytes of
+// shared memory per block (85 KB at head_dim 512: sm_90 and sm_121 both allow it).
+size_t window_sparse_attention_workspace_bytes(int64_t T, int heads, int head_dim, int window,
+                                               int topk);
 cudaError_t window_sparse_attention(const float* q, const uint8_t* new_packed, const uint8_t* ring,
                                     int capacity, const uint8_t* compressed, int64_t n_entries,
                                     const int32_t* index, int topk, const float* sink,
                                     const float* inv_freq, float* o, int64_t T, int heads,
                                     int head_dim, int rope_dim, int window, int64_t pos0,
-                                    cudaStream_t stream);
+                                    void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 // Index top-k (§2.4) = dsv41::select_topk (model/attention/indexer.hpp), exact:
 //   scores [T, n] fp32 (-inf = invisible / not a candidate; no NaN), out [T, k] int32: the ids of

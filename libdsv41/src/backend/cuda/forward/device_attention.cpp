@@ -266,7 +266,8 @@ void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSe
   check_launch(kernels::window_sparse_attention(q, kv_packed, ring.ring.as<uint8_t>(),
                                                 ring.capacity, compressed, n_entries, index, topk,
                                                 sink_.as<float>(), inv_freq_.as<float>(), o, T,
-                                                heads_, head_dim_, R, window_, pos0, s),
+                                                heads_, head_dim_, R, window_, pos0,
+                                                ws.attn_part.data(), ws.attn_part.bytes(), s),
                l, "window_sparse_attention");
   profile_mark(prof, "attn core", s);
   // Step 7: z_g = u_g·Wo_a[g]ᵀ per group (u_g = the group's heads), out = z·Wo_bᵀ.
@@ -275,6 +276,10 @@ void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSe
   float* zg = ws.zg.as<float>();
   float* z = ws.z.as<float>();
   for (int64_t g = 0; g < G; ++g) {
+    if (T == 1 && gin % 4 == 0 && L % 4 == 0) {  // one row: contiguous, 16-byte aligned slices
+      wo_a_.gemv_rows(o + g * gin, 1, g * L, (g + 1) * L, z + g * L, s);
+      continue;
+    }
     check_launch(cudaMemcpy2DAsync(u, gin * 4, o + g * gin, H * D * 4, gin * 4, T,
                                    cudaMemcpyDeviceToDevice, s),
                  l, "wo_a group gather");

@@ -54,6 +54,13 @@ ForwardWorkspace::ForwardWorkspace(const ModelConfig& cfg, int C, int64_t max_co
   u = f32(C * heads * hd / std::max(1, t.o_groups));
   zg = f32(C * t.o_lora_rank);
   z = f32(C * int64_t{t.o_groups} * t.o_lora_rank);
+  // Splits shrink as T grows (one split from 32 tokens on at 64 heads): the max is at small T.
+  size_t part = 0;
+  for (int64_t T = 1; T <= std::min<int64_t>(C, 256); ++T)
+    part = std::max(part, kernels::window_sparse_attention_workspace_bytes(
+                              T, static_cast<int>(heads), static_cast<int>(hd), t.sliding_window,
+                              t.index_topk));
+  attn_part = DeviceBuffer(std::max<size_t>(part, 16));
   stage_kv = f32((max_ratio - 1 + C) * hd);
   stage_gate = f32((max_ratio - 1 + C) * hd);
   latent = f32(C * hd);
@@ -105,7 +112,7 @@ uint64_t ForwardWorkspace::device_bytes() const {
   for (const DeviceBuffer* p :
        {&H,          &Hmid,     &pre_init,  &pre_a,   &post_a,    &comb_a,     &pre_f,
         &post_f,     &comb_f,   &x,         &xn,      &y,         &qr,         &q,
-        &o,          &kv,       &kv_packed, &u,       &zg,        &z,          &stage_kv,
+        &o,          &attn_part, &kv,       &kv_packed, &u,       &zg,        &z,          &stage_kv,
         &stage_gate, &latent,   &index_k,   &index_q, &index_w,   &scores,     &logits_e,
         &route_ids,  &route_w,  &inv,       &counts,  &offsets,   &slot_token, &slot_weight,
         &xs,         &ys,       &g,         &gu,      &desc_gate, &desc_up,    &desc_down,

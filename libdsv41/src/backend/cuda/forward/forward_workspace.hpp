@@ -34,6 +34,7 @@ struct ForwardWorkspace {
   DeviceBuffer kv_packed;  // [C, window entry bytes]
   DeviceBuffer u, zg;      // [C, heads·head_dim/o_groups], [C, o_lora]
   DeviceBuffer z;          // [C, o_groups·o_lora]
+  DeviceBuffer attn_part;  // split-key partials of window_sparse_attention (max over T <= C)
   // Compressor (§2.3) and indexer (§2.4).
   DeviceBuffer stage_kv, stage_gate;  // [max_ratio - 1 + C, head_dim]
   DeviceBuffer latent;                // [C, head_dim]
