@@ -190,8 +190,9 @@ int run(int argc, char** argv) {
   for (int64_t r : rows) max_rows = std::max(max_rows, r);
   dsv41::cuda::CudaForwardOptions opts;
   opts.max_chunk = static_cast<int>(std::max(chunk, max_rows));
-  opts.max_context =
-      *std::max_element(contexts.begin(), contexts.end()) + chunk + (repeats + 4) * max_rows * 2;
+  opts.max_context =  // the first context also runs a profiled prefill chunk
+      *std::max_element(contexts.begin(), contexts.end()) + 2 * chunk +
+      (repeats + 4) * max_rows * 2;
   std::unique_ptr<CudaTransformer> gpu = CudaTransformer::upload(*cpu, opts);
   const dsv41::cuda::CudaLoadReport& rep = gpu->load_report();
   const double GiB = 1024.0 * 1024 * 1024;
@@ -235,6 +236,13 @@ int run(int argc, char** argv) {
       std::snprintf(line, sizeof line, "| %lld | %lld | %.1f | %.0f | %.1f | %.2f %% |",
                     static_cast<long long>(c), static_cast<long long>(chunk), ms, tps, tflops,
                     100.0 * tflops / kH200Bf16Tflops);
+      prefill_lines.push_back(line);
+    }
+    if (c == contexts.front()) {  // where a prefill chunk's device time goes (once: it is slow)
+      const auto segs = gpu->profile(seq, random_ids(rng, chunk, t.vocab_size));
+      std::string line = "profile prefill chunk " + std::to_string(chunk) + " at context " +
+                         std::to_string(seq.pos() - chunk) + ":";
+      for (const auto& [name, ms] : segs) line += " " + name + " " + std::to_string(ms) + " ms;";
       prefill_lines.push_back(line);
     }
     std::vector<double> host(rows.size());

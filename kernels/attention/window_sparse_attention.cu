@@ -21,8 +21,8 @@
 namespace dsv41::kernels {
 namespace {
 
-constexpr int kTile = 32;         // key slots per tile (one per lane in the score pass)
-constexpr int kHeadsBlk = 8;      // heads per block (one warp each in the score pass)
+constexpr int kTile = 32;     // key slots per tile (one per lane in the score pass)
+constexpr int kHeadsBlk = 8;  // heads per block (one warp each in the score pass)
 constexpr int kThreads = 32 * kHeadsBlk;
 constexpr int kMaxHeadDim = 512;  // acc registers: kHeadsBlk·head_dim/4 float4 over 256 threads
 constexpr int kAccPerThread = kHeadsBlk * kMaxHeadDim / 4 / kThreads;  // 4
@@ -66,11 +66,11 @@ __global__ void __launch_bounds__(kThreads) attend_kernel(Args a) {
   const int h0 = blockIdx.y * kHeadsBlk;
   const int heads = min(kHeadsBlk, a.H - h0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  float* e4m3 = smem;                  // [256]
-  float* e2m1 = e4m3 + 256;            // [16]
-  float* qs = e2m1 + 16;               // [kHeadsBlk, D] (offset 272 floats: 16-byte aligned)
-  float* ks = qs + kHeadsBlk * D;      // [kTile, D + 4]
-  float* ps = ks + kTile * KS;         // [kHeadsBlk, kTile] probabilities of the tile
+  float* e4m3 = smem;                     // [256]
+  float* e2m1 = e4m3 + 256;               // [16]
+  float* qs = e2m1 + 16;                  // [kHeadsBlk, D] (offset 272 floats: 16-byte aligned)
+  float* ks = qs + kHeadsBlk * D;         // [kTile, D + 4]
+  float* ps = ks + kTile * KS;            // [kHeadsBlk, kTile] probabilities of the tile
   float* alpha = ps + kHeadsBlk * kTile;  // [kHeadsBlk] rescale of the tile
   __shared__ const uint8_t* src[kTile];
   __shared__ int fp8_key[kTile];
@@ -111,8 +111,10 @@ __global__ void __launch_bounds__(kThreads) attend_kernel(Args a) {
         }
       } else if (j - a.W < a.topk) {
         const int32_t id = a.index[t * a.topk + (j - a.W)];
-        if (id >= a.n_entries) atomicOr(&bad, 1);
-        else if (id >= 0) p = a.compressed + static_cast<int64_t>(id) * fp4_bytes;
+        if (id >= a.n_entries)
+          atomicOr(&bad, 1);
+        else if (id >= 0)
+          p = a.compressed + static_cast<int64_t>(id) * fp4_bytes;
       }
       src[threadIdx.x] = p;
       fp8_key[threadIdx.x] = fp8;
@@ -315,13 +317,11 @@ cudaError_t window_sparse_attention(const float* q, const uint8_t* new_packed, c
                                     const int32_t* index, int topk, const float* sink,
                                     const float* inv_freq, float* o, int64_t T, int heads,
                                     int head_dim, int rope_dim, int window, int64_t pos0,
-                                    void* workspace, size_t workspace_bytes,
-                                    cudaStream_t stream) {
+                                    void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   const int D = head_dim;
-  if (T < 0 || T > INT32_MAX / 64 || heads < 1 || heads > 65535 || D < 32 ||
-      D % 32 != 0 || D > kMaxHeadDim || rope_dim < 2 || rope_dim % 2 != 0 || rope_dim > D ||
-      window < 1 || window > 65536 || capacity < window || pos0 < 0 || topk < 0 || topk > 65536 ||
-      n_entries < 0)
+  if (T < 0 || T > INT32_MAX / 64 || heads < 1 || heads > 65535 || D < 32 || D % 32 != 0 ||
+      D > kMaxHeadDim || rope_dim < 2 || rope_dim % 2 != 0 || rope_dim > D || window < 1 ||
+      window > 65536 || capacity < window || pos0 < 0 || topk < 0 || topk > 65536 || n_entries < 0)
     return cudaErrorInvalidValue;
   if (q == nullptr || new_packed == nullptr || sink == nullptr || inv_freq == nullptr ||
       o == nullptr || (pos0 > 0 && ring == nullptr) || (topk > 0 && index == nullptr) ||
@@ -336,34 +336,24 @@ cudaError_t window_sparse_attention(const float* q, const uint8_t* new_packed, c
     (void)cudaGetLastError();
     return cudaErrorInvalidValue;
   }
-  Args a{q,
-         new_packed,
-         ring,
-         compressed,
-         index,
-         sink,
-         o,
-         static_cast<float*>(workspace),
-         T,
-         n_entries,
-         pos0,
-         heads,
-         D,
-         window,
-         capacity,
-         topk,
-         p.splits,
-         p.tiles_per_split,
-         p.n_tiles,
-         static_cast<float>(std::pow(static_cast<double>(D), -0.5))};
+  Args a{q,         new_packed,
+         ring,      compressed,
+         index,     sink,
+         o,         static_cast<float*>(workspace),
+         T,         n_entries,
+         pos0,      heads,
+         D,         window,
+         capacity,  topk,
+         p.splits,  p.tiles_per_split,
+         p.n_tiles, static_cast<float>(std::pow(static_cast<double>(D), -0.5))};
   const dim3 grid(static_cast<unsigned>(T * p.splits),
                   static_cast<unsigned>((heads + kHeadsBlk - 1) / kHeadsBlk));
   attend_kernel<<<grid, kThreads, smem, stream>>>(a);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   if (p.splits > 1) {
-    combine_kernel<<<static_cast<unsigned>(T * heads), 128, 0, stream>>>(a.part, sink, o, heads,
-                                                                         D, p.splits);
+    combine_kernel<<<static_cast<unsigned>(T * heads), 128, 0, stream>>>(a.part, sink, o, heads, D,
+                                                                         p.splits);
     e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }

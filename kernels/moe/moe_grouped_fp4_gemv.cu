@@ -18,7 +18,7 @@ using detail::kGemvThreads;
 using detail::kGemvWarps;
 
 template <int T, int R, bool kStageX>
-__global__ void __launch_bounds__(kGemvThreads, T == 1 ? 4 : 2)
+__global__ void __launch_bounds__(kGemvThreads, 4)
     grouped_fp4_gemv_kernel(const MoeGemvDesc* __restrict__ desc, const float* __restrict__ x,
                             float* __restrict__ y, int64_t out, int64_t in, int ksplit) {
   const MoeGemvDesc d = desc[blockIdx.y];
@@ -29,17 +29,67 @@ __global__ void __launch_bounds__(kGemvThreads, T == 1 ? 4 : 2)
       rows, out, in, ksplit, blockIdx.x);
 }
 
+// Body of a descriptor with `rows` rows: the smallest instance t >= rows, x staged when t <=
+// stage_rows (the launch's dynamic shared memory holds stage_rows rows).
+template <int t>
+__device__ __forceinline__ void grouped_body(const MoeGemvDesc& d, const float* x, float* y,
+                                             int rows, int stage_rows, int64_t out, int64_t in,
+                                             int ksplit) {
+  const float* xd = x + static_cast<int64_t>(d.x_row) * in;
+  float* yd = y + static_cast<int64_t>(d.y_row) * out;
+  if (t <= 8 && t <= stage_rows)
+    detail::quant_gemv_block<Fp4Row32, t, 2, (t <= 8)>(xd, d.w, d.scale, yd, rows, out, in, ksplit,
+                                                       blockIdx.x);
+  else
+    detail::quant_gemv_block<Fp4Row32, t, 2, false>(xd, d.w, d.scale, yd, rows, out, in, ksplit,
+                                                    blockIdx.x);
+}
+
+// Several rows per bucket possible: the instance is picked per descriptor from its own rows
+// (decode buckets hold 1-3 of the 6-96 slots; the launch-wide max_rows instance made every
+// bucket pay for 16 rows: 79 ms of routed experts per 16-row step over 40 layers, H200).
+// Accumulation order per output does not depend on the instance (docs/kernels.md).
+template <int kMaxT>
+__global__ void __launch_bounds__(kGemvThreads, 2)
+    grouped_fp4_gemv_rows_kernel(const MoeGemvDesc* __restrict__ desc, const float* __restrict__ x,
+                                 float* __restrict__ y, int64_t out, int64_t in, int ksplit,
+                                 int stage_rows) {
+  const MoeGemvDesc d = desc[blockIdx.y];
+  const int rows = min(d.rows, kMaxT);
+  if (rows <= 0) return;  // uniform over the block
+  if (rows == 1)
+    grouped_body<1>(d, x, y, rows, stage_rows, out, in, ksplit);
+  else if (rows == 2 || kMaxT == 2)
+    grouped_body<2>(d, x, y, rows, stage_rows, out, in, ksplit);
+  else if constexpr (kMaxT >= 4) {
+    if (rows <= 4 || kMaxT == 4)
+      grouped_body<4>(d, x, y, rows, stage_rows, out, in, ksplit);
+    else if constexpr (kMaxT >= 8) {
+      if (rows <= 8 || kMaxT == 8)
+        grouped_body<8>(d, x, y, rows, stage_rows, out, in, ksplit);
+      else if constexpr (kMaxT >= 16)
+        grouped_body<16>(d, x, y, rows, stage_rows, out, in, ksplit);
+    }
+  }
+}
+
+int ksplit_for(int64_t row_groups, int n_desc, int64_t in, cudaError_t* err) {
+  int dev = 0, sms = 0;
+  if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return *err = e, 1;
+  if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+      e != cudaSuccess)
+    return *err = e, 1;
+  // The k split sees every descriptor's row groups (they run side by side).
+  return detail::gemv_ksplit(row_groups * n_desc, in / Fp4Row32::kElemsPerChunk, sms);
+}
+
 template <int T, int R>
 cudaError_t launch(const MoeGemvDesc* desc, int n_desc, const float* x, float* y, int64_t out,
                    int64_t in, cudaStream_t stream) {
-  int dev = 0, sms = 0;
-  if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
-  if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-      e != cudaSuccess)
-    return e;
   const int64_t row_groups = (out + R - 1) / R;
-  // The k split sees every descriptor's row groups (they run side by side).
-  const int ksplit = detail::gemv_ksplit(row_groups * n_desc, in / Fp4Row32::kElemsPerChunk, sms);
+  cudaError_t err = cudaSuccess;
+  const int ksplit = ksplit_for(row_groups, n_desc, in, &err);
+  if (err != cudaSuccess) return err;
   const int64_t groups_per_block = kGemvWarps / ksplit;
   const int64_t blocks = (row_groups + groups_per_block - 1) / groups_per_block;
   if (blocks > 0x7FFFFFFF) return cudaErrorInvalidValue;
@@ -55,6 +105,28 @@ cudaError_t launch(const MoeGemvDesc* desc, int n_desc, const float* x, float* y
   return cudaGetLastError();
 }
 
+template <int kMaxT>
+cudaError_t launch_rows(const MoeGemvDesc* desc, int n_desc, const float* x, float* y, int64_t out,
+                        int64_t in, cudaStream_t stream) {
+  const int64_t row_groups = (out + 1) / 2;
+  cudaError_t err = cudaSuccess;
+  const int ksplit = ksplit_for(row_groups, n_desc, in, &err);
+  if (err != cudaSuccess) return err;
+  const int64_t groups_per_block = kGemvWarps / ksplit;
+  const int64_t blocks = (row_groups + groups_per_block - 1) / groups_per_block;
+  if (blocks > 0x7FFFFFFF) return cudaErrorInvalidValue;
+  // Every inlined instance has its own static reduction buffer (kGemvWarps·t·2 floats, 1984 B
+  // for t = 1..16): the staged rows must fit the 48 KB default beside all of them.
+  constexpr int64_t kStatic = int64_t{kGemvWarps} * 2 * 4 * (2 * kMaxT - 1);
+  int stage_rows = 0;
+  for (int t = 1; t <= 8 && t <= kMaxT; t *= 2)
+    if (int64_t{t} * in * 4 <= detail::kGemvStageXBytes - kStatic) stage_rows = t;
+  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(n_desc));
+  grouped_fp4_gemv_rows_kernel<kMaxT><<<grid, kGemvThreads, int64_t{stage_rows} * in * 4, stream>>>(
+      desc, x, y, out, in, ksplit, stage_rows);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 cudaError_t moe_grouped_fp4_gemv(const MoeGemvDesc* desc, int n_desc, int max_rows, const float* x,
@@ -64,12 +136,13 @@ cudaError_t moe_grouped_fp4_gemv(const MoeGemvDesc* desc, int n_desc, int max_ro
       max_rows < 1 || max_rows > kMoeGemvMaxRows || out < 1 || in < 32 || in % 32 != 0 ||
       in > (int64_t{1} << 28) || !aligned16(x) || !aligned16(y) || static_cast<const void*>(x) == y)
     return cudaErrorInvalidValue;
-  // Same T/R instances as dispatch_quant_gemv for FP4 (two sub-chunks: R = 2 from T = 2 on).
+  // Same T/R instances as dispatch_quant_gemv for FP4 (two sub-chunks: R = 2 from T = 2 on);
+  // from 2 rows on the instance is chosen per descriptor.
   if (max_rows <= 1) return launch<1, 2>(desc, n_desc, x, y, out, in, stream);
-  if (max_rows <= 2) return launch<2, 2>(desc, n_desc, x, y, out, in, stream);
-  if (max_rows <= 4) return launch<4, 2>(desc, n_desc, x, y, out, in, stream);
-  if (max_rows <= 8) return launch<8, 2>(desc, n_desc, x, y, out, in, stream);
-  return launch<16, 2>(desc, n_desc, x, y, out, in, stream);
+  if (max_rows <= 2) return launch_rows<2>(desc, n_desc, x, y, out, in, stream);
+  if (max_rows <= 4) return launch_rows<4>(desc, n_desc, x, y, out, in, stream);
+  if (max_rows <= 8) return launch_rows<8>(desc, n_desc, x, y, out, in, stream);
+  return launch_rows<16>(desc, n_desc, x, y, out, in, stream);
 }
 
 }  // namespace dsv41::kernels

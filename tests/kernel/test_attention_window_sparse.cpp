@@ -223,7 +223,7 @@ TEST_CASE("window_sparse_attention rejects unsupported arguments",
   CHECK(call(q, b, b, 8, b, 1, ib, 1, q, q, o, 0, 1, 8192, 2, 8, 1) == inv);
   CHECK(call(q, b, b, 8, b, 1, ib, 1, q, q, o, 0, 1, 544, 2, 8, 1) == inv);  // D > 512
   CHECK(kernels::window_sparse_attention(q, b, b, 8, b, 1, ib, 1, q, q, o, 0, 1, 32, 2, 8, 1,
-                                         nullptr, 64, nullptr) == inv);  // workspace null, bytes
+                                         nullptr, 64, nullptr) == inv);     // workspace null, bytes
   CHECK(call(q, b, b, 8, b, 1, ib, 1, q, q, o, 0, 1, 32, 3, 8, 1) == inv);  // R odd
   CHECK(call(q, b, b, 8, b, 1, ib, 1, q, q, o, 0, 1, 32, 0, 8, 1) == inv);
   CHECK(call(q, b, b, 8, b, 1, ib, 1, q, q, o, 0, 1, 32, 34, 8, 1) == inv);  // R > D

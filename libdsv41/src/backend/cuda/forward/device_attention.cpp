@@ -263,11 +263,10 @@ void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSe
   }
   // Steps 4-6: window + selected entries + sink, inverse RoPE.
   float* o = ws.o.as<float>();
-  check_launch(kernels::window_sparse_attention(q, kv_packed, ring.ring.as<uint8_t>(),
-                                                ring.capacity, compressed, n_entries, index, topk,
-                                                sink_.as<float>(), inv_freq_.as<float>(), o, T,
-                                                heads_, head_dim_, R, window_, pos0,
-                                                ws.attn_part.data(), ws.attn_part.bytes(), s),
+  check_launch(kernels::window_sparse_attention(
+                   q, kv_packed, ring.ring.as<uint8_t>(), ring.capacity, compressed, n_entries,
+                   index, topk, sink_.as<float>(), inv_freq_.as<float>(), o, T, heads_, head_dim_,
+                   R, window_, pos0, ws.attn_part.data(), ws.attn_part.bytes(), s),
                l, "window_sparse_attention");
   profile_mark(prof, "attn core", s);
   // Step 7: z_g = u_g·Wo_a[g]ᵀ per group (u_g = the group's heads), out = z·Wo_bᵀ.
