@@ -80,17 +80,17 @@ __global__ void descriptors_kernel(const int32_t* __restrict__ counts,
                                    const int32_t* __restrict__ offsets, int n_local,
                                    const uint8_t* const* __restrict__ w_table,
                                    const uint8_t* const* __restrict__ scale_table,
-                                   int32_t y_row_shift, MoeGemvDesc* __restrict__ desc,
-                                   int64_t capacity) {
+                                   int32_t y_row_shift, int tile_rows,
+                                   MoeGemvDesc* __restrict__ desc, int64_t capacity) {
   int64_t used = 0;
   for (int e = 0; e < n_local; ++e)
-    for (int r0 = 0; r0 < counts[e] && used < capacity; r0 += kMoeGemvMaxRows, ++used) {
+    for (int r0 = 0; r0 < counts[e] && used < capacity; r0 += tile_rows, ++used) {
       MoeGemvDesc d;
       d.w = w_table[e];
       d.scale = scale_table[e];
       d.x_row = offsets[e] + r0;
       d.y_row = d.x_row + y_row_shift;
-      d.rows = min(kMoeGemvMaxRows, counts[e] - r0);
+      d.rows = min(tile_rows, counts[e] - r0);
       desc[used] = d;
     }
   for (int64_t i = used; i < capacity; ++i) desc[i] = MoeGemvDesc{nullptr, nullptr, 0, 0, 0};
@@ -123,22 +123,35 @@ cudaError_t moe_gather(const float* x, const int32_t* slot_token, const int32_t*
   return cudaGetLastError();
 }
 
-int64_t moe_descriptor_capacity(int64_t T, int k, int n_local) {
-  if (T < 0 || k < 1 || n_local < 1) return 0;
+int64_t moe_tile_capacity(int64_t T, int k, int n_local, int tile_rows) {
+  if (T < 0 || k < 1 || n_local < 1 || tile_rows < 1) return 0;
   const int64_t slots = T * k;
-  return std::max<int64_t>(1, std::min<int64_t>(n_local, slots) + slots / kMoeGemvMaxRows);
+  return std::max<int64_t>(1, std::min<int64_t>(n_local, slots) + slots / tile_rows);
+}
+
+int64_t moe_descriptor_capacity(int64_t T, int k, int n_local) {
+  return moe_tile_capacity(T, k, n_local, kMoeGemvMaxRows);
+}
+
+cudaError_t moe_expert_tiles(const int32_t* counts, const int32_t* offsets, int n_local,
+                             const uint8_t* const* w_table, const uint8_t* const* scale_table,
+                             int32_t y_row_shift, int tile_rows, MoeGemvDesc* desc,
+                             int64_t capacity, cudaStream_t stream) {
+  if (counts == nullptr || offsets == nullptr || w_table == nullptr || scale_table == nullptr ||
+      desc == nullptr || n_local < 1 || n_local > kMoeMaxExperts || capacity < 1 ||
+      y_row_shift < 0 || tile_rows < 1)
+    return cudaErrorInvalidValue;
+  descriptors_kernel<<<1, 1, 0, stream>>>(counts, offsets, n_local, w_table, scale_table,
+                                          y_row_shift, tile_rows, desc, capacity);
+  return cudaGetLastError();
 }
 
 cudaError_t moe_expert_descriptors(const int32_t* counts, const int32_t* offsets, int n_local,
                                    const uint8_t* const* w_table, const uint8_t* const* scale_table,
                                    int32_t y_row_shift, MoeGemvDesc* desc, int64_t capacity,
                                    cudaStream_t stream) {
-  if (counts == nullptr || offsets == nullptr || w_table == nullptr || scale_table == nullptr ||
-      desc == nullptr || n_local < 1 || n_local > kMoeMaxExperts || capacity < 1 || y_row_shift < 0)
-    return cudaErrorInvalidValue;
-  descriptors_kernel<<<1, 1, 0, stream>>>(counts, offsets, n_local, w_table, scale_table,
-                                          y_row_shift, desc, capacity);
-  return cudaGetLastError();
+  return moe_expert_tiles(counts, offsets, n_local, w_table, scale_table, y_row_shift,
+                          kMoeGemvMaxRows, desc, capacity, stream);
 }
 
 }  // namespace dsv41::kernels

@@ -43,6 +43,18 @@ inline std::vector<uint8_t> random_e8m0(size_t n, std::mt19937_64& rng) {
   return v;
 }
 
+// e4m3 bytes over the 254 finite codes, or all 256 when `nan` (0x7F / 0xFF are NaN and would
+// poison whole rows of a GEMV).
+inline std::vector<uint8_t> random_e4m3(size_t n, std::mt19937_64& rng, bool nan = false) {
+  std::uniform_int_distribution<int> d(0, 255);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) {
+    do b = static_cast<uint8_t>(d(rng));
+    while (!nan && (b & 0x7F) == 0x7F);
+  }
+  return v;
+}
+
 // got vs want[i] with per-element bound tol[i]; NMSE = Σ(g-w)² / Σw² must stay <= max_nmse.
 // Prints shape context, seed, NMSE, the worst element and the first values on failure.
 inline void require_match(const std::string& what, const std::vector<float>& got,

@@ -1,4 +1,5 @@
-// [kernel] dense_gemv vs Linear (BF16 / F32 weights) at tiny and model shapes.
+// [kernel] dense_gemv (BF16 / F32 weights, 1-16 rows) and bf16_gemm (BF16, prefill rows) vs Linear
+// at tiny and model shapes.
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
@@ -21,7 +22,13 @@ namespace {
 
 using kernels::DenseWeight;
 
-void run_dense(DenseWeight f, int64_t out, int64_t in) {
+const std::vector<int> kGemvRows = {1, 2, 7, 8, 16};
+// Around the GEMM's 64-row activation tile.
+const std::vector<int> kGemmRows = {17, 63, 64, 65, 130};
+
+// gemm: bf16_gemm (f must be kBF16) instead of dense_gemv.
+void run_dense(DenseWeight f, int64_t out, int64_t in,
+               const std::vector<int>& row_counts = kGemvRows, bool gemm = false) {
   const uint64_t seed = fresh_seed();
   std::mt19937_64 rng(seed);
   const std::vector<float> wf = random_normal(static_cast<size_t>(out * in), rng);
@@ -49,7 +56,7 @@ void run_dense(DenseWeight f, int64_t out, int64_t in) {
   cuda::DeviceBuffer dw(bytes.size());
   dw.upload(std::span<const uint8_t>(bytes));
   std::vector<float> row(static_cast<size_t>(in));
-  for (int rows : {1, 2, 7, 8, 16}) {
+  for (int rows : row_counts) {
     const std::vector<float> x = random_normal(static_cast<size_t>(rows) * in, rng);
     std::vector<float> want(static_cast<size_t>(rows) * out);
     lin.forward(x.data(), rows, want.data(), &pool);
@@ -65,12 +72,16 @@ void run_dense(DenseWeight f, int64_t out, int64_t in) {
     cuda::DeviceBuffer dx(x.size() * 4), dy(want.size() * 4);
     dx.upload(std::span<const float>(x));
     dy.fill_bytes(0xFF);  // NaN: an unwritten output fails the comparison
-    DSV41_CUDA_CHECK(kernels::dense_gemv(dx.as<float>(), dw.data(), f, dy.as<float>(), rows, out,
-                                         in, stream.get()));
+    if (gemm)
+      DSV41_CUDA_CHECK(kernels::bf16_gemm(dx.as<float>(), dw.data(), dy.as<float>(), rows, out, in,
+                                          stream.get()));
+    else
+      DSV41_CUDA_CHECK(kernels::dense_gemv(dx.as<float>(), dw.data(), f, dy.as<float>(), rows, out,
+                                           in, stream.get()));
     stream.synchronize();
     std::vector<float> got(want.size());
     dy.download(std::span<float>(got));
-    require_match(fmt::format("dense {} out {} in {} rows {} seed {:#x}",
+    require_match(fmt::format("dense {} {} out {} in {} rows {} seed {:#x}", gemm ? "gemm" : "gemv",
                               f == DenseWeight::kBF16 ? "bf16" : "f32", out, in, rows, seed),
                   got, want, tol, kGemvMaxNmse);
   }
@@ -94,6 +105,37 @@ TEST_CASE("dense_gemv matches Linear at model shapes", "[kernel][linear]") {
   if (skip_without_gpu()) return;
   run_dense(DenseWeight::kF32, 384, 5120);     // ffn.gate (fp32 after load)
   run_dense(DenseWeight::kBF16, 16384, 5120);  // a 16k-row slice of the BF16 head
+}
+
+TEST_CASE("bf16_gemm matches Linear at tiny and model shapes", "[kernel][linear][gemm]") {
+  if (skip_without_gpu()) return;
+  // out around the 128-row weight tile; in one or many 32-wide k steps.
+  for (auto [out, in] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 32}, {37, 96}, {128, 64}, {129, 320}, {200, 4096}}) {
+    CAPTURE(out, in);
+    run_dense(DenseWeight::kBF16, out, in, kGemmRows, true);
+  }
+  run_dense(DenseWeight::kBF16, 384, 5120, {17, 130}, true);  // ffn.gate (BF16 in the release)
+  run_dense(DenseWeight::kBF16, 4096, 5120, {65}, true);      // a 4k-row slice of the head
+}
+
+TEST_CASE("bf16_gemm rejects unsupported arguments", "[kernel][linear][gemm]") {
+  if (skip_without_gpu()) return;
+  cuda::DeviceBuffer x(64 * 4 * 70), w(64 * 64 * 2), y(64 * 4 * 70);
+  const auto call = [&](const float* xp, const void* wp, int64_t rows, int64_t in) {
+    return kernels::bf16_gemm(xp, wp, y.as<float>(), rows, 64, in, nullptr);
+  };
+  CHECK(call(x.as<float>(), w.data(), 17, 48) == cudaErrorInvalidValue);  // in % 32
+  CHECK(call(x.as<float>(), w.data(), 17, 0) == cudaErrorInvalidValue);
+  CHECK(call(x.as<float>() + 1, w.data(), 17, 64) == cudaErrorInvalidValue);
+  CHECK(call(x.as<float>(), w.as<uint8_t>() + 8, 17, 64) == cudaErrorInvalidValue);
+  CHECK(call(x.as<float>(), nullptr, 17, 64) == cudaErrorInvalidValue);
+  CHECK(call(x.as<float>(), w.data(), -1, 64) == cudaErrorInvalidValue);
+  CHECK(kernels::bf16_gemm(x.as<float>(), w.data(), x.as<float>(), 17, 64, 64, nullptr) ==
+        cudaErrorInvalidValue);                                // y aliases x
+  CHECK(call(x.as<float>(), w.data(), 0, 64) == cudaSuccess);  // nothing to do
+  CHECK(call(x.as<float>(), w.data(), 70, 64) == cudaSuccess);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
 }
 
 TEST_CASE("dense_gemv rejects unsupported arguments", "[kernel][linear]") {

@@ -58,17 +58,6 @@ std::vector<float> download(const cuda::DeviceBuffer& b, size_t n) {
   return v;
 }
 
-// e4m3 bytes over the 254 finite codes, or all 256 when `nan` (0x7F / 0xFF are NaN).
-std::vector<uint8_t> random_e4m3(size_t n, std::mt19937_64& rng, bool nan = false) {
-  std::uniform_int_distribution<int> d(0, 255);
-  std::vector<uint8_t> v(n);
-  for (auto& b : v) {
-    do b = static_cast<uint8_t>(d(rng));
-    while (!nan && (b & 0x7F) == 0x7F);
-  }
-  return v;
-}
-
 std::vector<int64_t> random_ids(size_t n, int64_t rows, std::mt19937_64& rng) {
   std::uniform_int_distribution<int64_t> d(0, rows - 1);
   std::vector<int64_t> v(n);

@@ -8,17 +8,6 @@ namespace {
 
 const std::vector<int> kRows = {1, 2, 7, 8, 16};
 
-// Random e4m3 bytes over all 254 finite codes (0x7F/0xFF are NaN and would poison whole rows).
-std::vector<uint8_t> random_e4m3(size_t n, std::mt19937_64& rng) {
-  std::uniform_int_distribution<int> d(0, 255);
-  std::vector<uint8_t> v(n);
-  for (auto& b : v) {
-    do b = static_cast<uint8_t>(d(rng));
-    while ((b & 0x7F) == 0x7F);
-  }
-  return v;
-}
-
 void run_fp8(int64_t out, int64_t in) {
   const uint64_t seed = fresh_seed();
   std::mt19937_64 rng(seed);

@@ -15,7 +15,11 @@ namespace {
 // counts per local expert; weights: expert e uses weight set e % kSets (fewer uploads).
 constexpr int kSets = 3;
 
-void run_grouped(const std::vector<int32_t>& counts, int64_t out, int64_t in, uint64_t seed) {
+// gemm: 64-row tiles (moe_expert_tiles) through moe_grouped_fp4_gemm, else 16-row tiles through
+// moe_grouped_fp4_gemv.
+void run_grouped(const std::vector<int32_t>& counts, int64_t out, int64_t in, uint64_t seed,
+                 bool gemm = false) {
+  const int tile = gemm ? kernels::kMoeGemmTileRows : kernels::kMoeGemvMaxRows;
   std::mt19937_64 rng(seed);
   const int n_local = static_cast<int>(counts.size());
   std::vector<int32_t> offsets(n_local + 1, 0);
@@ -39,7 +43,7 @@ void run_grouped(const std::vector<int32_t>& counts, int64_t out, int64_t in, ui
     st[e] = ds[e % kSets].as<uint8_t>();
   }
   const std::vector<float> x = random_normal(size_t(std::max(slots, 1)) * in, rng);
-  const int64_t cap = kernels::moe_descriptor_capacity(std::max(slots, 1), 1, n_local);
+  const int64_t cap = kernels::moe_tile_capacity(std::max(slots, 1), 1, n_local, tile);
   cuda::CudaStream stream;
   cuda::DeviceBuffer dc(counts.size() * 4), doff(offsets.size() * 4), dwt(n_local * 8),
       dst(n_local * 8), ddesc(size_t(cap) * sizeof(kernels::MoeGemvDesc)), dx(x.size() * 4),
@@ -51,24 +55,30 @@ void run_grouped(const std::vector<int32_t>& counts, int64_t out, int64_t in, ui
   dx.upload(std::span<const float>(x));
   dy.fill_bytes(0xFF);  // NaN: an unwritten row fails
   ddesc.fill_bytes(0xFF);
-  DSV41_CUDA_CHECK(kernels::moe_expert_descriptors(
+  DSV41_CUDA_CHECK(kernels::moe_expert_tiles(
       dc.as<int32_t>(), doff.as<int32_t>(), n_local, dwt.as<const uint8_t*>(),
-      dst.as<const uint8_t*>(), 0, ddesc.as<kernels::MoeGemvDesc>(), cap, stream.get()));
-  const int max_rows = std::min(16, std::max(1, *std::max_element(counts.begin(), counts.end())));
-  DSV41_CUDA_CHECK(kernels::moe_grouped_fp4_gemv(ddesc.as<kernels::MoeGemvDesc>(),
-                                                 static_cast<int>(cap), max_rows, dx.as<float>(),
-                                                 dy.as<float>(), out, in, stream.get()));
+      dst.as<const uint8_t*>(), 0, tile, ddesc.as<kernels::MoeGemvDesc>(), cap, stream.get()));
+  if (gemm) {
+    DSV41_CUDA_CHECK(kernels::moe_grouped_fp4_gemm(ddesc.as<kernels::MoeGemvDesc>(),
+                                                   static_cast<int>(cap), dx.as<float>(),
+                                                   dy.as<float>(), out, in, stream.get()));
+  } else {
+    const int max_rows = std::min(16, std::max(1, *std::max_element(counts.begin(), counts.end())));
+    DSV41_CUDA_CHECK(kernels::moe_grouped_fp4_gemv(ddesc.as<kernels::MoeGemvDesc>(),
+                                                   static_cast<int>(cap), max_rows, dx.as<float>(),
+                                                   dy.as<float>(), out, in, stream.get()));
+  }
   stream.synchronize();
-  // Descriptors: every bucket in expert order, tiles of <= 16 rows, then rows = 0.
+  // Descriptors: every bucket in expert order, tiles of <= `tile` rows, then rows = 0.
   std::vector<kernels::MoeGemvDesc> desc(static_cast<size_t>(cap));
   ddesc.download(desc.data(), desc.size() * sizeof(kernels::MoeGemvDesc));
   size_t used = 0;
   for (int e = 0; e < n_local; ++e)
-    for (int r0 = 0; r0 < counts[e]; r0 += 16, ++used) {
+    for (int r0 = 0; r0 < counts[e]; r0 += tile, ++used) {
       REQUIRE(used < desc.size());
       const auto& d = desc[used];
       if (d.w != wt[e] || d.scale != st[e] || d.x_row != offsets[e] + r0 || d.y_row != d.x_row ||
-          d.rows != std::min(16, counts[e] - r0))
+          d.rows != std::min(tile, counts[e] - r0))
         FAIL(fmt::format("descriptor {} (expert {}, row {}): x_row {} y_row {} rows {}", used, e,
                          r0, d.x_row, d.y_row, d.rows));
     }
@@ -87,8 +97,8 @@ void run_grouped(const std::vector<int32_t>& counts, int64_t out, int64_t in, ui
     std::vector<double> tol(ref.abs_dot.size());
     // Same bound as fp4_expert_gemv (gemv_case.hpp): both sides round once per term.
     for (size_t i = 0; i < tol.size(); ++i) tol[i] = kGemvTolPerAbsDot * ref.abs_dot[i] + 1e-30;
-    require_match(fmt::format("grouped fp4 out {} in {} expert {} of {} rows {} seed {:#x}", out,
-                              in, e, n_local, counts[e], seed),
+    require_match(fmt::format("grouped fp4 {} out {} in {} expert {} of {} rows {} seed {:#x}",
+                              gemm ? "gemm" : "gemv", out, in, e, n_local, counts[e], seed),
                   got, ref.y, tol, kGemvMaxNmse);
   }
 }
@@ -121,6 +131,22 @@ TEST_CASE("moe_grouped_fp4_gemv matches Linear per expert at routed-expert shape
   run_grouped(verify, 5120, 2304, seed + 1);  // w2
 }
 
+TEST_CASE("moe_grouped_fp4_gemm matches Linear per expert", "[kernel][moe][gemm]") {
+  if (skip_without_gpu()) return;
+  const uint64_t seed = fresh_seed();
+  run_grouped({1}, 1, 32, seed, true);
+  run_grouped({0, 2, 0, 70}, 33, 96, seed + 1, true);         // 70 = 64 + 6
+  run_grouped({64, 0, 129, 1, 3}, 130, 320, seed + 2, true);  // full tile, 64 + 64 + 1
+  run_grouped({0, 0, 0}, 8, 64, seed + 3, true);              // all empty
+  std::vector<int32_t> prefill(32, 0);  // a prefill chunk's uneven buckets at expert shapes
+  prefill[0] = 100;
+  prefill[7] = 64;
+  prefill[8] = 1;
+  prefill[31] = 37;
+  run_grouped(prefill, 2304, 5120, seed + 4, true);  // w1 / w3
+  run_grouped(prefill, 5120, 2304, seed + 5, true);  // w2
+}
+
 TEST_CASE("moe_grouped_fp4_gemv rejects unsupported arguments", "[kernel][moe]") {
   if (skip_without_gpu()) return;
   cuda::DeviceBuffer d(4096), x(64 * 4 * 17), y(64 * 4 * 17);
@@ -144,7 +170,29 @@ TEST_CASE("moe_grouped_fp4_gemv rejects unsupported arguments", "[kernel][moe]")
   CHECK(moe_grouped_fp4_gemv(D, 4, 1, X, Y, 0, 64, nullptr) == cudaErrorInvalidValue);
   CHECK(moe_grouped_fp4_gemv(D, 4, 1, X, Y, 64, 48, nullptr) == cudaErrorInvalidValue);
   CHECK(moe_grouped_fp4_gemv(D, 4, 1, X, Y, 64, 0, nullptr) == cudaErrorInvalidValue);
+  using kernels::moe_grouped_fp4_gemm;
+  CHECK(moe_grouped_fp4_gemm(D, 4, X, Y, 64, 64, nullptr) == cudaSuccess);
+  CHECK(moe_grouped_fp4_gemm(nullptr, 4, X, Y, 64, 64, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemm(D, 0, X, Y, 64, 64, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemm(D, 65536, X, Y, 64, 64, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemm(D, 4, nullptr, Y, 64, 64, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemm(D, 4, X, nullptr, 64, 64, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemm(D, 4, X, x.as<float>(), 64, 64, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemm(D, 4, X + 2, Y, 64, 64, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemm(D, 4, X, Y, 0, 64, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemm(D, 4, X, Y, 64, 48, nullptr) == cudaErrorInvalidValue);
   CHECK(cudaDeviceSynchronize() == cudaSuccess);
+}
+
+TEST_CASE("moe_expert_tiles rejects unsupported arguments", "[kernel][moe]") {
+  const uint8_t* const* tab = reinterpret_cast<const uint8_t* const*>(16);
+  const int32_t* c = reinterpret_cast<const int32_t*>(16);
+  auto* desc = reinterpret_cast<kernels::MoeGemvDesc*>(16);
+  CHECK(kernels::moe_expert_tiles(c, c, 4, tab, tab, 0, 0, desc, 4, nullptr) ==
+        cudaErrorInvalidValue);  // tile_rows
+  CHECK(kernels::moe_tile_capacity(2048, 6, 32, 64) == 32 + 192);
+  CHECK(kernels::moe_tile_capacity(1, 6, 384, 64) == 6);
+  CHECK(kernels::moe_tile_capacity(1, 6, 384, 0) == 0);
 }
 
 }  // namespace dsv41::test

@@ -90,6 +90,25 @@ cudaError_t moe_expert_descriptors(const int32_t* counts, const int32_t* offsets
                                    int32_t y_row_shift, MoeGemvDesc* desc, int64_t capacity,
                                    cudaStream_t stream);
 
+// The same with tiles of <= tile_rows rows (moe_expert_descriptors = tile_rows 16; the grouped
+// GEMM below takes 64), and the capacity it needs: min(n_local, T·k) + floor(T·k / tile_rows).
+int64_t moe_tile_capacity(int64_t T, int k, int n_local, int tile_rows);
+cudaError_t moe_expert_tiles(const int32_t* counts, const int32_t* offsets, int n_local,
+                             const uint8_t* const* w_table, const uint8_t* const* scale_table,
+                             int32_t y_row_shift, int tile_rows, MoeGemvDesc* desc,
+                             int64_t capacity, cudaStream_t stream);
+
+// Rows per descriptor of moe_grouped_fp4_gemm (its activation tile).
+inline constexpr int kMoeGemmTileRows = 64;
+
+// For every descriptor d < n_desc with rows > 0 (<= kMoeGemmTileRows; from moe_expert_tiles with
+// tile_rows = kMoeGemmTileRows): fp4_expert_gemm on x rows [x_row, x_row + rows) into y rows
+// [y_row, ...), one launch (tensor cores, x as hi + lo bf16: the GEMV bound holds). For prefill
+// chunks, where buckets hold tens to hundreds of rows. Needs 1 <= n_desc <= 65535, out >= 1,
+// in % 32 == 0, in <= 2^28, desc/x/y non-null, x and y 16-byte aligned, not aliasing.
+cudaError_t moe_grouped_fp4_gemm(const MoeGemvDesc* desc, int n_desc, const float* x, float* y,
+                                 int64_t out, int64_t in, cudaStream_t stream);
+
 // For every descriptor d < n_desc (device array): the FP4 release-format GEMV of
 // fp4_expert_gemv on x rows [x_row, x_row + rows) into y rows [y_row, ...), fp32 accumulation in
 // the same order as fp4_expert_gemv at the same (T, R, k split); one launch for all. x [*, in]

@@ -7,6 +7,7 @@
 #include "backend/cuda/cuda_check.hpp"
 #include "core/check.hpp"
 #include "dsv41k/launchers.hpp"
+#include "quant/dtype.hpp"
 
 namespace dsv41::cuda {
 
@@ -47,11 +48,26 @@ DeviceLinear DeviceLinear::from_f32(const std::vector<float>& w, int64_t out, in
   DSV41_CHECK(in % 8 == 0, kInvalidArgument,
               "{}: input width {} is not a multiple of 8 (the CUDA dense GEMV)", what, in);
   DeviceLinear d;
-  d.format_ = WeightFormat::kF32;
   d.out_ = out;
   d.in_ = in;
   d.name_ = what;
-  d.w_ = upload_f32(w);
+  // The router gate is BF16 in the release (spec model-architecture.md §1.4) and widened at bind
+  // time: stored back as BF16 it reads half the bytes and takes the tensor-core GEMM in prefill,
+  // with the same values. A weight that is not exactly bf16 stays fp32.
+  std::vector<uint16_t> half(w.size());
+  bool exact = true;
+  for (size_t i = 0; i < w.size() && exact; ++i) {
+    half[i] = f32_to_bf16(w[i]);
+    exact = bf16_to_f32(half[i]) == w[i];
+  }
+  if (exact) {
+    d.format_ = WeightFormat::kBF16;
+    d.w_ = DeviceBuffer(half.size() * 2);
+    d.w_.upload(half.data(), half.size() * 2);
+  } else {
+    d.format_ = WeightFormat::kF32;
+    d.w_ = upload_f32(w);
+  }
   return d;
 }
 
@@ -103,6 +119,21 @@ void DeviceLinear::gemv_rows(const float* x, int64_t rows, int64_t r0, int64_t r
     case WeightFormat::kF32:
       w += r0 * in_ * 4;
       break;
+  }
+  // Prefill pieces: the tensor-core GEMM decodes each weight tile once per 64 rows instead of
+  // once per 16 (docs/kernels.md "Quantised GEMM").
+  const bool tensor = format_ != WeightFormat::kF32;
+  if (rows > kernels::kGemvMaxRows && tensor && in_ % 32 == 0) {
+    const cudaError_t e = format_ == WeightFormat::kFp8Block
+                              ? kernels::fp8_block_gemm(x, w, sc, y, rows, n, in_, stream)
+                          : format_ == WeightFormat::kFp4Row
+                              ? kernels::fp4_expert_gemm(x, w, sc, y, rows, n, in_, stream)
+                              : kernels::bf16_gemm(x, w, y, rows, n, in_, stream);
+    if (e != cudaSuccess) {
+      const std::string what = fmt::format("{} GEMM ({} rows, [{}, {}))", name_, rows, n, in_);
+      check_cuda(e, what.c_str());
+    }
+    return;
   }
   for (int64_t t0 = 0; t0 < rows; t0 += kernels::kGemvMaxRows) {
     const int r = static_cast<int>(std::min<int64_t>(kernels::kGemvMaxRows, rows - t0));

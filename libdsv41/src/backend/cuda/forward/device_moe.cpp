@@ -110,35 +110,41 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   auto* du = ws.desc_up.as<kernels::MoeGemvDesc>();
   auto* dd = ws.desc_down.as<kernels::MoeGemvDesc>();
   // Descriptors for this call's T (not the workspace's max_chunk): empty ones still cost a launch
-  // slot per block row in the grouped GEMV.
-  const int64_t cap = kernels::moe_descriptor_capacity(T, k, E);
+  // slot per block row. Prefill chunks (T > 16) take 64-row tiles and the tensor-core GEMM.
+  const bool gemm = T > kernels::kMoeGemvMaxRows;
+  const int tile = gemm ? kernels::kMoeGemmTileRows : kernels::kMoeGemvMaxRows;
+  const int64_t cap = kernels::moe_tile_capacity(T, k, E, tile);
   DSV41_CHECK(cap <= ws.desc_capacity, kInternal,
               "layer {}: {} MoE descriptors exceed the {} of "
               "the workspace",
               l, cap, ws.desc_capacity);
   auto table = [](const DeviceBuffer& b) { return b.as<const uint8_t* const>(); };
-  check_launch(kernels::moe_expert_descriptors(counts, offsets, E, table(w1_table_),
-                                               table(w1_scales_), 0, dg, cap, s),
-               l, "moe_expert_descriptors w1");
-  check_launch(kernels::moe_expert_descriptors(counts, offsets, E, table(w3_table_),
-                                               table(w3_scales_), 0, du, cap, s),
-               l, "moe_expert_descriptors w3");
-  check_launch(kernels::moe_expert_descriptors(counts, offsets, E, table(w2_table_),
-                                               table(w2_scales_), 0, dd, cap, s),
-               l, "moe_expert_descriptors w2");
+  check_launch(kernels::moe_expert_tiles(counts, offsets, E, table(w1_table_), table(w1_scales_), 0,
+                                         tile, dg, cap, s),
+               l, "moe_expert_tiles w1");
+  check_launch(kernels::moe_expert_tiles(counts, offsets, E, table(w3_table_), table(w3_scales_), 0,
+                                         tile, du, cap, s),
+               l, "moe_expert_tiles w3");
+  check_launch(kernels::moe_expert_tiles(counts, offsets, E, table(w2_table_), table(w2_scales_), 0,
+                                         tile, dd, cap, s),
+               l, "moe_expert_tiles w2");
   profile_mark(prof, "moe permute+descriptors", s);
   // A bucket holds each token at most once, so no descriptor has more than T rows.
   const int max_rows = static_cast<int>(std::min<int64_t>(T, kernels::kMoeGemvMaxRows));
   const int n_desc = static_cast<int>(cap);
-  check_launch(kernels::moe_grouped_fp4_gemv(dg, n_desc, max_rows, xs, g, inter_, D, s), l,
-               "moe_grouped_fp4_gemv w1");
-  check_launch(kernels::moe_grouped_fp4_gemv(du, n_desc, max_rows, xs, gu, inter_, D, s), l,
-               "moe_grouped_fp4_gemv w3");
+  auto grouped = [&](const kernels::MoeGemvDesc* d, const float* in_rows, float* out_rows,
+                     int64_t out, int64_t in, const char* what) {
+    check_launch(
+        gemm ? kernels::moe_grouped_fp4_gemm(d, n_desc, in_rows, out_rows, out, in, s)
+             : kernels::moe_grouped_fp4_gemv(d, n_desc, max_rows, in_rows, out_rows, out, in, s),
+        l, what);
+  };
+  grouped(dg, xs, g, inter_, D, "grouped expert w1");
+  grouped(du, xs, gu, inter_, D, "grouped expert w3");
   check_launch(
       kernels::moe_swiglu(g, gu, slot_weight, n_slots, T * k, inter_, shape_.swiglu_limit, s), l,
       "moe_swiglu");
-  check_launch(kernels::moe_grouped_fp4_gemv(dd, n_desc, max_rows, g, ys, D, inter_, s), l,
-               "moe_grouped_fp4_gemv w2");
+  grouped(dd, g, ys, D, inter_, "grouped expert w2");
   profile_mark(prof, "moe routed experts", s);
   // Shared expert, weight 1.
   float* sg = ws.shared_g.as<float>();
