@@ -33,10 +33,12 @@ cmake -G Ninja -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER
   -DDSV41_CUDA=ON -DDSV41_NATIVE=ON -DDSV41_BUILD_TESTS=ON \
   -DDSV41_BUILD_SERVER=OFF -DDSV41_BUILD_EXAMPLES=OFF "${cmake_args[@]}"
 
-targets=(test_kernel_linear test_kernel_norm test_kernel_exl3 test_kernel_mhc test_kernel_attention
-  test_kernel_moe test_kernel_token test_kernel_model)
-benches=()
 all_targets="$(ninja -C "$build" -t targets all)"
+# Every kernel-tier executable (tests/kernel/CMakeLists.txt): a test binary that is not built
+# registers no ctest tests, so a hand-kept list would skip new ones silently.
+mapfile -t targets < <(grep -oE '^test_kernel_[a-z0-9_]+:' <<<"$all_targets" | tr -d ':' | sort -u)
+[ ${#targets[@]} -gt 0 ] || { echo "gpu-test.sh: no test_kernel_* targets configured" >&2; exit 1; }
+benches=()
 for b in dsv41_bench_cuda_linear dsv41_bench_cuda_exl3 dsv41_bench_cuda_moe dsv41_bench_cuda_forward; do
   if grep -q "^$b:" <<<"$all_targets"; then
     benches+=("$b")
