@@ -13,16 +13,36 @@ namespace {
 
 // The tunables that are server flags, in --help order.
 constexpr const char* kServerTunables[] = {
-    "DSV41_MODEL",          "DSV41_HOST",           "DSV41_PORT",
-    "DSV41_SERVED_MODEL_NAME", "DSV41_API_KEY",     "DSV41_API_KEY_FILE",
-    "DSV41_METRICS_REQUIRE_KEY", "DSV41_REASONING_FIELD", "DSV41_CLAMP_MAX_TOKENS",
-    "DSV41_MAX_SEQUENCES",  "DSV41_MAX_BATCHED_TOKENS", "DSV41_MAX_CONTEXT",
-    "DSV41_KV_BYTES",       "DSV41_PREFIX_CACHE_ENTRIES", "DSV41_MAX_QUEUE",
-    "DSV41_MAX_BODY_BYTES", "DSV41_MAX_CONNECTIONS", "DSV41_IO_THREADS",
-    "DSV41_IDLE_TIMEOUT_S", "DSV41_READ_TIMEOUT_S", "DSV41_SSE_KEEPALIVE_MS",
-    "DSV41_MAX_IMAGE_PIXELS", "DSV41_THREADS",
+    "DSV41_MODEL",
+    "DSV41_HOST",
+    "DSV41_PORT",
+    "DSV41_SERVED_MODEL_NAME",
+    "DSV41_API_KEY",
+    "DSV41_API_KEY_FILE",
+    "DSV41_METRICS_REQUIRE_KEY",
+    "DSV41_REASONING_FIELD",
+    "DSV41_CLAMP_MAX_TOKENS",
+    "DSV41_MAX_SEQUENCES",
+    "DSV41_MAX_BATCHED_TOKENS",
+    "DSV41_MAX_CONTEXT",
+    "DSV41_KV_BYTES",
+    "DSV41_PREFIX_CACHE_ENTRIES",
+    "DSV41_MAX_QUEUE",
+    "DSV41_MAX_BODY_BYTES",
+    "DSV41_MAX_CONNECTIONS",
+    "DSV41_IO_THREADS",
+    "DSV41_IDLE_TIMEOUT_S",
+    "DSV41_READ_TIMEOUT_S",
+    "DSV41_SSE_KEEPALIVE_MS",
+    "DSV41_MAX_IMAGE_PIXELS",
+    "DSV41_THREADS",
+    "DSV41_BACKEND",
     // tensor parallelism (docs/tp.md)
-    "DSV41_RANK", "DSV41_PEER", "DSV41_TP_BIND", "DSV41_TP_PORT", "DSV41_TP_CONNECT_TIMEOUT_MS",
+    "DSV41_RANK",
+    "DSV41_PEER",
+    "DSV41_TP_BIND",
+    "DSV41_TP_PORT",
+    "DSV41_TP_CONNECT_TIMEOUT_MS",
     "DSV41_TP_HEARTBEAT_TIMEOUT_MS",
 };
 
@@ -57,6 +77,7 @@ ServerConfig from_tunables(const Tunables& t) {
   c.sse_keepalive_ms = static_cast<int>(t.get_int("DSV41_SSE_KEEPALIVE_MS"));
   c.max_image_pixels = t.get_int("DSV41_MAX_IMAGE_PIXELS");
   c.threads = static_cast<int>(t.get_int("DSV41_THREADS"));
+  c.backend = t.get_string("DSV41_BACKEND");
   c.engine.max_sequences = static_cast<int>(t.get_int("DSV41_MAX_SEQUENCES"));
   c.engine.max_batched_tokens = t.get_int("DSV41_MAX_BATCHED_TOKENS");
   c.engine.max_context = t.get_int("DSV41_MAX_CONTEXT");
@@ -83,7 +104,8 @@ std::string flag_of(const std::string& tunable) {
 Status ServerConfig::validate() const {
   if (model_dir.empty()) return bad("DSV41_MODEL", "is required (a model directory)");
   if (host.empty()) return bad("DSV41_HOST", "is empty");
-  if (port < 0 || port > 65535) return bad("DSV41_PORT", fmt::format("= {} must be in [0, 65535]", port));
+  if (port < 0 || port > 65535)
+    return bad("DSV41_PORT", fmt::format("= {} must be in [0, 65535]", port));
   if (served_model_name.empty()) return bad("DSV41_SERVED_MODEL_NAME", "is empty");
   if (api_key.empty() && api_key_file.empty())
     return bad("DSV41_API_KEY_FILE", "is empty and no --api-key was given");
@@ -104,14 +126,17 @@ Status ServerConfig::validate() const {
   if (sse_keepalive_ms < 10)
     return bad("DSV41_SSE_KEEPALIVE_MS", fmt::format("= {} must be >= 10", sse_keepalive_ms));
   if (threads < 0) return bad("DSV41_THREADS", fmt::format("= {} must be >= 0", threads));
+  if (backend != "cpu" && backend != "cuda")
+    return bad("DSV41_BACKEND", fmt::format("= \"{}\" must be cpu or cuda", backend));
   if (max_image_pixels < 1)
     return bad("DSV41_MAX_IMAGE_PIXELS", fmt::format("= {} must be >= 1", max_image_pixels));
   if (Result<TensorParallelParams> tp = tensor_parallel(); !tp) return tp.status();
   Status s = engine.validate();
   if (!s.is_ok())
-    return Status(s.code(), s.message() + " (flags --max-sequences, --max-batched-tokens, "
-                                          "--max-context, --kv-bytes, --prefix-cache-entries, "
-                                          "--max-queue)");
+    return Status(s.code(), s.message() +
+                                " (flags --max-sequences, --max-batched-tokens, "
+                                "--max-context, --kv-bytes, --prefix-cache-entries, "
+                                "--max-queue)");
   return Status::ok();
 }
 
@@ -197,8 +222,7 @@ Result<ParsedArgs> parse_args(int argc, char** argv) {
       }
     }
     Status s = t.set(spec->name, *value);
-    if (!s.is_ok())
-      return Status(s.code(), fmt::format("--{}: {}", name, s.message()));
+    if (!s.is_ok()) return Status(s.code(), fmt::format("--{}: {}", name, s.message()));
   }
   out.config = from_tunables(t);
   return out;

@@ -30,7 +30,8 @@ struct ServerConfig {
   int read_timeout_s = 30;
   int sse_keepalive_ms = 10000;
   int64_t max_image_pixels = 32 << 20;
-  int threads = 0;  // CPU reference worker threads (ModelParams.threads)
+  int threads = 0;              // CPU reference worker threads (ModelParams.threads)
+  std::string backend = "cpu";  // ModelParams.backend: cpu | cuda
   EngineParams engine;
   // Tensor parallelism (docs/tp.md "Rank processes"); off while peer is empty.
   int rank = 0;         // 0: scheduler + HTTP; 1: follower, no HTTP

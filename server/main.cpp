@@ -158,10 +158,11 @@ int main(int argc, char** argv) {
   log_line(fmt::format("listening on http://{}:{} (model '{}', key from {})", config.host,
                        listener->port(), config.served_model_name, key_origin));
 
-  log_line("loading " + config.model_dir);
+  log_line("loading " + config.model_dir + " (backend " + config.backend + ")");
   ModelParams mp;
   mp.model_dir = config.model_dir;
   mp.threads = config.threads;
+  mp.backend = config.backend;
   mp.tp = tp;
   Result<Model> model = Model::load(mp);
   Status failure;

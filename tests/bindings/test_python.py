@@ -55,6 +55,10 @@ class BindingTest(unittest.TestCase):
         with self.assertRaises(dsv41.Dsv41Error) as ctx:
             dsv41.Model(os.path.join(FIXTURES, "does-not-exist"))
         self.assertEqual(ctx.exception.status, "not_found")
+        with self.assertRaises(dsv41.Dsv41Error) as ctx:
+            dsv41.Model(TINY8, backend="tpu")
+        self.assertEqual(ctx.exception.status, "invalid_argument")
+        self.assertIn('ModelParams.backend = "tpu"', str(ctx.exception))
         with dsv41.Engine(self.model) as engine:
             with self.assertRaises(dsv41.Dsv41Error) as ctx:
                 list(engine.generate([0, 10**6], max_tokens=2))

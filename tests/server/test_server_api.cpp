@@ -85,7 +85,8 @@ std::vector<std::string> sse_payloads(const std::string& body) {
 }
 
 struct Fixture {
-  explicit Fixture(std::vector<std::string> pieces, std::string reasoning_field = "reasoning_content")
+  explicit Fixture(std::vector<std::string> pieces,
+                   std::string reasoning_field = "reasoning_content")
       : backend(std::make_shared<ScriptedBackend>(std::move(pieces))) {
     ServerConfig c;
     c.model_dir = "scripted";
@@ -106,9 +107,9 @@ std::string chat_body(const std::string& extra) {
 
 TEST_CASE("stream: tool-call deltas carry id/type/name only on the first fragment", "[server]") {
   Fixture f(split_utf8(kToolScript, 5));
-  auto [status, body] = collect(f.api->handle(post(
-      "/v1/chat/completions",
-      chat_body(R"(,"stream":true,"stream_options":{"include_usage":true},)" + kTools))));
+  auto [status, body] = collect(f.api->handle(
+      post("/v1/chat/completions",
+           chat_body(R"(,"stream":true,"stream_options":{"include_usage":true},)" + kTools))));
   REQUIRE(status == 200);
   const std::vector<std::string> events = sse_payloads(body);
   REQUIRE(events.back() == "[DONE]");
@@ -128,7 +129,8 @@ TEST_CASE("stream: tool-call deltas carry id/type/name only on the first fragmen
     }
     simdjson::dom::element choice = choices.at(0);
     simdjson::dom::element delta = choice["delta"];
-    if (!choice["finish_reason"].is_null()) finish = std::string(std::string_view(choice["finish_reason"]));
+    if (!choice["finish_reason"].is_null())
+      finish = std::string(std::string_view(choice["finish_reason"]));
     std::string_view text;
     if (!delta["reasoning_content"].get(text)) reasoning += text;
     if (!delta["content"].get(text)) content += text;
@@ -169,7 +171,8 @@ TEST_CASE("stream: tool-call deltas carry id/type/name only on the first fragmen
 
 TEST_CASE("non-stream: tool calls, null content rules, reasoning field switch", "[server]") {
   Fixture f(split_utf8(kToolScript, 7), "reasoning");
-  auto [status, body] = collect(f.api->handle(post("/v1/chat/completions", chat_body("," + kTools))));
+  auto [status, body] =
+      collect(f.api->handle(post("/v1/chat/completions", chat_body("," + kTools))));
   REQUIRE(status == 200);
   simdjson::dom::parser parser;
   simdjson::dom::element r = parser.parse(body);
@@ -183,7 +186,8 @@ TEST_CASE("non-stream: tool calls, null content rules, reasoning field switch", 
   simdjson::dom::array calls = msg["tool_calls"];
   REQUIRE(calls.size() == 2);
   simdjson::dom::parser p2;
-  simdjson::dom::element args = p2.parse(std::string(std::string_view(calls.at(0)["function"]["arguments"])));
+  simdjson::dom::element args =
+      p2.parse(std::string(std::string_view(calls.at(0)["function"]["arguments"])));
   CHECK(int64_t(args["days"]) == 3);
   CHECK(std::string_view(calls.at(1)["function"]["name"]) == "get_time");
 }
@@ -284,8 +288,15 @@ TEST_CASE("api key: bearer check, constant-time compare, generated file", "[serv
 }
 
 TEST_CASE("config: flags override env defaults, errors name the flag", "[server]") {
-  const char* argv1[] = {"dsv41-server", "--model", "m", "--port", "9000", "--max-sequences=4",
-                         "--metrics-require-key", "--reasoning-field", "reasoning"};
+  const char* argv1[] = {"dsv41-server",
+                         "--model",
+                         "m",
+                         "--port",
+                         "9000",
+                         "--max-sequences=4",
+                         "--metrics-require-key",
+                         "--reasoning-field",
+                         "reasoning"};
   Result<ParsedArgs> a = parse_args(9, const_cast<char**>(argv1));
   REQUIRE(a.is_ok());
   CHECK(a->config.port == 9000);
@@ -306,6 +317,19 @@ TEST_CASE("config: flags override env defaults, errors name the flag", "[server]
   Status v = c->config.validate();
   REQUIRE_FALSE(v.is_ok());
   CHECK(v.message().find("--port (DSV41_PORT)") != std::string::npos);
+
+  const char* argv5[] = {"dsv41-server", "--model", "m", "--backend", "cuda"};
+  Result<ParsedArgs> d = parse_args(5, const_cast<char**>(argv5));
+  REQUIRE(d.is_ok());
+  CHECK(d->config.backend == "cuda");
+  CHECK(d->config.validate().is_ok());
+  const char* argv6[] = {"dsv41-server", "--model", "m", "--backend", "gpu"};
+  Result<ParsedArgs> e = parse_args(5, const_cast<char**>(argv6));
+  REQUIRE(e.is_ok());
+  Status ve = e->config.validate();
+  REQUIRE_FALSE(ve.is_ok());
+  CHECK(ve.message().find("--backend (DSV41_BACKEND) = \"gpu\" must be cpu or cuda") !=
+        std::string::npos);
 
   const char* argv4[] = {"dsv41-server", "--port", "eighty"};
   CHECK_FALSE(parse_args(3, const_cast<char**>(argv4)).is_ok());

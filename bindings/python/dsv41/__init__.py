@@ -40,11 +40,12 @@ def _check(status: int) -> None:
 class Model:
     """A loaded checkpoint directory (config.json, shards, tokenizer.json)."""
 
-    def __init__(self, model_dir: str, threads: int = 0):
+    def __init__(self, model_dir: str, threads: int = 0, backend: str = ""):
         lib = _ffi.lib()
         params = lib.dsv41_model_default_params()
         params.model_dir = os.fsencode(model_dir)
         params.threads = threads
+        params.backend = backend.encode() if backend else None
         handle = ctypes.c_void_p()
         _check(lib.dsv41_model_load(ctypes.byref(params), ctypes.byref(handle)))
         self._handle = handle

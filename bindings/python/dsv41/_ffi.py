@@ -11,7 +11,8 @@ _STATUS_NAMES = ["ok", "invalid_argument", "not_found", "corrupt_file", "unsuppo
 
 
 class ModelParams(ctypes.Structure):
-    _fields_ = [("model_dir", ctypes.c_char_p), ("threads", ctypes.c_int32)]
+    _fields_ = [("model_dir", ctypes.c_char_p), ("threads", ctypes.c_int32),
+                ("backend", ctypes.c_char_p)]
 
 
 class SessionParams(ctypes.Structure):

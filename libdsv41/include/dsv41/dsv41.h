@@ -48,6 +48,7 @@ typedef struct dsv41_model dsv41_model;
 typedef struct dsv41_model_params {
   const char* model_dir; /* required */
   int32_t threads;       /* CPU reference threads; 0 = DSV41_THREADS, then all cores */
+  const char* backend;   /* "cpu" | "cuda"; NULL or "" = DSV41_BACKEND. Borrowed for the call */
 } dsv41_model_params;
 
 DSV41_CAPI dsv41_model_params dsv41_model_default_params(void);

@@ -43,6 +43,9 @@ struct ModelParams {
   std::string model_dir;  // config.json, model.safetensors.index.json + shards, tokenizer.json
   int threads = 0;        // CPU reference worker threads; 0 = DSV41_THREADS, then all cores
   TensorParallelParams tp;
+  // Where the forward runs: "cpu" (the reference), "cuda" (the current GPU; world 1, release
+  // FP8/FP4 checkpoints), "" = DSV41_BACKEND. docs/architecture.md "Backends".
+  std::string backend;
   // Names the offending field, e.g. "ModelParams.model_dir is empty".
   Status validate() const;
 };
@@ -54,7 +57,9 @@ struct ModelInfo {
   int num_layers = 0;
   int32_t bos_token_id = 0;
   int32_t eos_token_id = 1;
+  // The config's value, capped by the backend (CUDA: DSV41_CUDA_MAX_CONTEXT).
   int64_t max_position_embeddings = 0;
+  std::string backend;  // "cpu" or "cuda": where this model's forward runs
   // Bytes of per-sequence state in the model's quantised formats (spec §2.8): a fixed part (the
   // window rings) and a part per context token (compressed KV + index keys of the KV sources).
   int64_t state_fixed_bytes = 0;

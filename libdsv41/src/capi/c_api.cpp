@@ -89,7 +89,7 @@ const char* dsv41_status_name(dsv41_status status) {
 const char* dsv41_last_error_message(void) { return g_last_error.c_str(); }
 const char* dsv41_version(void) { return "0.1.0"; }
 
-dsv41_model_params dsv41_model_default_params(void) { return dsv41_model_params{nullptr, 0}; }
+dsv41_model_params dsv41_model_default_params(void) { return dsv41_model_params{nullptr, 0, nullptr}; }
 
 dsv41_status dsv41_model_load(const dsv41_model_params* params, dsv41_model** out) {
   if (out == nullptr) return invalid("dsv41_model_load: out is NULL");
@@ -99,6 +99,7 @@ dsv41_status dsv41_model_load(const dsv41_model_params* params, dsv41_model** ou
     dsv41::ModelParams p;
     p.model_dir = params->model_dir ? params->model_dir : "";
     p.threads = params->threads;
+    p.backend = params->backend ? params->backend : "";
     auto m = dsv41::Model::load(p);
     if (!m.is_ok()) return fail(m.status());
     *out = new dsv41_model{std::move(m).value()};

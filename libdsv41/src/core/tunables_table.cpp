@@ -7,6 +7,15 @@ namespace dsv41 {
 namespace {
 constexpr TunableSpec kSpecs[] = {
     // --- core ---
+    {"DSV41_BACKEND", TunableType::kString, "cpu",
+     "where the forward runs: cpu (the reference) or cuda (the current GPU; world 1, release "
+     "FP8/FP4 checkpoints); ModelParams.backend overrides"},
+    {"DSV41_CUDA_MAX_CHUNK", TunableType::kInt, "256",
+     "CUDA backend: tokens per device step (workspace rows, 1..4096); longer prefills are cut "
+     "into steps of this many"},
+    {"DSV41_CUDA_MAX_CONTEXT", TunableType::kInt, "65536",
+     "CUDA backend: longest sequence (sizes the score workspace; caps "
+     "ModelInfo.max_position_embeddings)"},
     {"DSV41_EXL3_PLAN", TunableType::kString, "",
      "Spark checkpoints: EXL3 expert plan (name under <model>/exl3/plan or a path); empty = the "
      "only plan there"},

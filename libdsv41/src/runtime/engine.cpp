@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "core/check.hpp"
+#include "core/log.hpp"
+#include "core/tunables.hpp"
 #include "kv/packed_formats.hpp"
 #include "kv/page_pool.hpp"
 #include "runtime/model_impl.hpp"
@@ -21,14 +23,20 @@ namespace dsv41 {
 
 Status EngineParams::validate() const {
   auto bad = [](const std::string& m) { return Status(ErrorCode::kInvalidArgument, m); };
-  if (max_sequences < 1) return bad("EngineParams.max_sequences = " + std::to_string(max_sequences) + " must be >= 1");
+  if (max_sequences < 1)
+    return bad("EngineParams.max_sequences = " + std::to_string(max_sequences) + " must be >= 1");
   if (max_batched_tokens < 1)
-    return bad("EngineParams.max_batched_tokens = " + std::to_string(max_batched_tokens) + " must be >= 1");
-  if (max_context < 2) return bad("EngineParams.max_context = " + std::to_string(max_context) + " must be >= 2");
-  if (kv_bytes < 1) return bad("EngineParams.kv_bytes = " + std::to_string(kv_bytes) + " must be >= 1");
+    return bad("EngineParams.max_batched_tokens = " + std::to_string(max_batched_tokens) +
+               " must be >= 1");
+  if (max_context < 2)
+    return bad("EngineParams.max_context = " + std::to_string(max_context) + " must be >= 2");
+  if (kv_bytes < 1)
+    return bad("EngineParams.kv_bytes = " + std::to_string(kv_bytes) + " must be >= 1");
   if (prefix_cache_entries < 0)
-    return bad("EngineParams.prefix_cache_entries = " + std::to_string(prefix_cache_entries) + " must be >= 0");
-  if (max_queue < 1) return bad("EngineParams.max_queue = " + std::to_string(max_queue) + " must be >= 1");
+    return bad("EngineParams.prefix_cache_entries = " + std::to_string(prefix_cache_entries) +
+               " must be >= 0");
+  if (max_queue < 1)
+    return bad("EngineParams.max_queue = " + std::to_string(max_queue) + " must be >= 1");
   return Status::ok();
 }
 
@@ -51,7 +59,8 @@ struct Request {
   int32_t pending_token = -1;  // sampled, not yet appended
   int64_t generated = 0;
   bool cancelled = false;
-  bool finished = false;       // the kFinished event was sent
+  bool finished = false;  // the kFinished event was sent
+  Status admit_error;     // making its state failed at admission
 };
 
 }  // namespace
@@ -62,6 +71,7 @@ struct Engine::Impl {
   int64_t max_context = 0;
   // One page pool of kv_bytes shared by every sequence and prefix-cache entry (docs/state.md).
   std::shared_ptr<kv::PagePool> pool;
+  Logger logger;  // DSV41_LOG_LEVEL
 
   mutable std::mutex mu;
   std::condition_variable cv;
@@ -76,7 +86,7 @@ struct Engine::Impl {
   // Pool bytes of a sequence holding `tokens` tokens: its window rings (with the rollback slots)
   // plus whole pages of every KV source's caches. An upper bound of what the pool hands out.
   int64_t pool_bytes(int64_t tokens) const {
-    const ModelConfig& c = model->transformer->config();
+    const ModelConfig& c = model->transformer->config();  // the CUDA state has the same layout
     const TextConfig& t = c.text;
     int64_t bytes = int64_t{t.num_hidden_layers} * (t.sliding_window + kMaxRollback) *
                     kv::packed_bytes(kv::EntryFormat::kWindowFp8, t.head_dim);
@@ -88,19 +98,20 @@ struct Engine::Impl {
     }
     return bytes;
   }
-  int64_t reserve_for(const GenerationRequest& r) const {
-    int64_t len = static_cast<int64_t>(r.prompt.size());
-    len = r.stop.max_tokens == kNoTokenLimit ? max_context
-                                             : std::min(max_context, len + r.stop.max_tokens);
-    return pool_bytes(len);
+  // Positions a request can occupy: prompt + max_tokens, capped by the context.
+  int64_t reserve_tokens(const GenerationRequest& r) const {
+    const int64_t len = static_cast<int64_t>(r.prompt.size());
+    return r.stop.max_tokens == kNoTokenLimit ? max_context
+                                              : std::min(max_context, len + r.stop.max_tokens);
   }
+  int64_t reserve_for(const GenerationRequest& r) const { return pool_bytes(reserve_tokens(r)); }
   // Keeps a copy of `state` in the prefix cache if it fits the budget next to what is reserved
   // (evicting older entries first), so the copy can never exhaust the pool. Holds mu.
-  void cache_copy_locked(const SequenceState& state) {
-    const int64_t bytes = pool_bytes(state.pos);
+  void cache_copy_locked(const SequenceHandle& state) {
+    const int64_t bytes = pool_bytes(state->pos());
     while (used_bytes() + bytes > params.kv_bytes && cache.evict_one()) {
     }
-    if (used_bytes() + bytes <= params.kv_bytes) cache.insert(state, bytes);
+    if (used_bytes() + bytes <= params.kv_bytes) cache.insert(state.clone(state->pos()), bytes);
   }
   int64_t used_bytes() const {
     int64_t u = cache.bytes();
@@ -110,7 +121,8 @@ struct Engine::Impl {
   }
 
   void run();
-  bool admit_locked();
+  // Requests whose state could not be made go to *failed (finished by the caller, unlocked).
+  bool admit_locked(std::vector<std::unique_ptr<Request>>* failed);
   void step(Request& r, int64_t* budget);
   void finish(Request& r, FinishReason reason, Status status, std::string tail = {});
 };
@@ -128,10 +140,17 @@ void Engine::Impl::finish(Request& r, FinishReason reason, Status status, std::s
   {
     std::lock_guard<std::mutex> lock(mu);
     r.finished = true;
-    // The finished sequence's own pages move into the cache: no new allocation.
-    if (r.session && ev.status.is_ok() && params.prefix_cache_entries > 0) {
-      const int64_t bytes = pool_bytes(r.session->state.pos);
-      cache.insert(std::move(r.session->state), bytes);
+    // The finished sequence moves into the cache: on the CPU its own pages (no allocation); a
+    // CUDA sequence is re-made at its length first (its capacity was the request's reserve).
+    if (r.session && r.session->state && ev.status.is_ok() && params.prefix_cache_entries > 0) {
+      SequenceHandle& st = r.session->state;
+      const int64_t pos = st->pos();
+      const int64_t bytes = pool_bytes(pos);
+      Status moved = detail::capture_status(
+          [&] { cache.insert(st->max_context() == pos ? std::move(st) : st.clone(pos), bytes); });
+      if (!moved.is_ok())  // only the cache entry is lost; the request itself succeeded
+        logger.log(LogLevel::kWarn, "prefix cache: entry of {} tokens dropped: {}", pos,
+                   moved.to_string());
     }
     r.session.reset();
   }
@@ -191,7 +210,7 @@ void Engine::Impl::step(Request& r, int64_t* budget) {
 }
 
 // Moves waiting requests into `running` while sequences and state budget allow.
-bool Engine::Impl::admit_locked() {
+bool Engine::Impl::admit_locked(std::vector<std::unique_ptr<Request>>* failed) {
   bool admitted = false;
   while (!waiting.empty() && static_cast<int>(running.size()) < params.max_sequences) {
     Request& r = *waiting.front();
@@ -205,15 +224,25 @@ bool Engine::Impl::admit_locked() {
     req->session->params.max_context = max_context;
     req->session->params.chunk_tokens = params.max_batched_tokens;
     stats.prefix_cache_queries++;
-    const SequenceState* hit = cache.longest_prefix(req->req.prompt);
-    if (hit != nullptr) {
-      req->session->state = *hit;
-      req->prefilled = req->cached = hit->pos;
-      stats.prefix_cache_hits++;
-    } else {
-      req->session->state = model->transformer->new_sequence(
-          StateOptions{.pool = pool, .max_rollback = kMaxRollback, .max_context = max_context});
+    const SequenceHandle* hit = cache.longest_prefix(req->req.prompt);
+    const int64_t reserve = reserve_tokens(req->req);
+    Status made = detail::capture_status([&] {
+      if (hit != nullptr) {
+        req->session->state = hit->clone(reserve);
+        req->prefilled = req->cached = (*hit)->pos();
+      } else {
+        req->session->state = SequenceHandle(model->backend->new_sequence(
+            StateOptions{.pool = pool, .max_rollback = kMaxRollback, .max_context = reserve}));
+      }
+    });
+    if (!made.is_ok()) {  // e.g. device memory exhausted: the request ends with that status
+      req->prefilled = req->cached = 0;
+      req->session.reset();
+      req->admit_error = std::move(made);
+      failed->push_back(std::move(req));
+      continue;
     }
+    if (hit != nullptr) stats.prefix_cache_hits++;
     stats.prompt_tokens_total += static_cast<int64_t>(req->req.prompt.size()) - req->cached;
     running.push_back(std::move(req));
     admitted = true;
@@ -224,6 +253,7 @@ bool Engine::Impl::admit_locked() {
 void Engine::Impl::run() {
   for (;;) {
     std::vector<std::unique_ptr<Request>> dropped;  // cancelled while waiting
+    std::vector<std::unique_ptr<Request>> failed;   // no state could be made for them
     std::vector<Request*> batch;
     {
       std::unique_lock<std::mutex> lock(mu);
@@ -237,11 +267,12 @@ void Engine::Impl::run() {
           ++it;
         }
       }
-      admit_locked();
+      admit_locked(&failed);
       for (auto& r : running) batch.push_back(r.get());
     }
     for (auto& r : dropped)
       finish(*r, FinishReason::kNone, Status(ErrorCode::kCancelled, "request cancelled"));
+    for (auto& r : failed) finish(*r, FinishReason::kNone, r->admit_error);
     int64_t budget = params.max_batched_tokens;
     for (Request* r : batch) {
       bool cancelled;
@@ -269,7 +300,8 @@ void Engine::Impl::run() {
   running.clear();
   waiting.clear();
   lock.unlock();
-  for (auto& r : left) finish(*r, FinishReason::kNone, Status(ErrorCode::kAborted, "engine shut down"));
+  for (auto& r : left)
+    finish(*r, FinishReason::kNone, Status(ErrorCode::kAborted, "engine shut down"));
 }
 
 Result<Engine> Engine::create(const Model& model, const EngineParams& params) {
@@ -280,8 +312,10 @@ Result<Engine> Engine::create(const Model& model, const EngineParams& params) {
   impl->params = params;
   impl->max_context = std::min(params.max_context, model.info().max_position_embeddings);
   impl->cache.set_capacity(params.prefix_cache_entries);
-  impl->pool = make_kv_pool(impl->model->transformer->config(),
-                            static_cast<uint64_t>(params.kv_bytes));
+  impl->logger =
+      Logger(parse_log_level(Tunables::from_environment().get_string("DSV41_LOG_LEVEL")));
+  impl->pool =
+      make_kv_pool(impl->model->transformer->config(), static_cast<uint64_t>(params.kv_bytes));
   impl->stats.kv_bytes_total = params.kv_bytes;
   if (!impl->model->tokenizer)
     return Status(ErrorCode::kUnsupported,
@@ -300,13 +334,14 @@ Result<RequestId> Engine::submit(GenerationRequest request, EventCallback on_eve
   Impl& e = *impl_;
   const ModelInfo& info = e.model->info;
   if (!on_event) return Status(ErrorCode::kInvalidArgument, "submit: on_event callback is empty");
-  if (request.prompt.empty()) return Status(ErrorCode::kInvalidArgument, "GenerationRequest.prompt is empty");
+  if (request.prompt.empty())
+    return Status(ErrorCode::kInvalidArgument, "GenerationRequest.prompt is empty");
   for (size_t i = 0; i < request.prompt.size(); ++i)
     if (request.prompt[i] < 0 || request.prompt[i] >= info.vocab_size)
-      return Status(ErrorCode::kInvalidArgument,
-                    "GenerationRequest.prompt[" + std::to_string(i) + "] = " +
-                        std::to_string(request.prompt[i]) + " is outside the vocabulary [0, " +
-                        std::to_string(info.vocab_size) + ")");
+      return Status(ErrorCode::kInvalidArgument, "GenerationRequest.prompt[" + std::to_string(i) +
+                                                     "] = " + std::to_string(request.prompt[i]) +
+                                                     " is outside the vocabulary [0, " +
+                                                     std::to_string(info.vocab_size) + ")");
   if (static_cast<int64_t>(request.prompt.size()) >= e.max_context)
     return Status(ErrorCode::kContextOverflow,
                   "prompt of " + std::to_string(request.prompt.size()) +
@@ -315,7 +350,8 @@ Result<RequestId> Engine::submit(GenerationRequest request, EventCallback on_eve
   auto r = std::make_unique<Request>();
   Status st = detail::capture_status([&] {
     auto sampler = Sampler::create(request.sampling, info.vocab_size);
-    if (!sampler.is_ok()) detail::fail(sampler.status().code(), sampler.status().message(), __FILE__, __LINE__);
+    if (!sampler.is_ok())
+      detail::fail(sampler.status().code(), sampler.status().message(), __FILE__, __LINE__);
     r->sampler.emplace(std::move(sampler).value());
     Status p = r->sampler->set_prompt(request.prompt);
     if (!p.is_ok()) detail::fail(p.code(), p.message(), __FILE__, __LINE__);
@@ -328,9 +364,11 @@ Result<RequestId> Engine::submit(GenerationRequest request, EventCallback on_eve
   if (r->reserved_bytes > e.params.kv_bytes) {
     const int64_t min_bytes = e.pool_bytes(static_cast<int64_t>(request.prompt.size()) + 1);
     if (min_bytes > e.params.kv_bytes)
-      return Status(ErrorCode::kOutOfMemory,
-                    "state of " + std::to_string(min_bytes) + " bytes for this prompt exceeds the "
-                    "KV budget of " + std::to_string(e.params.kv_bytes) + " bytes (EngineParams.kv_bytes)");
+      return Status(ErrorCode::kOutOfMemory, "state of " + std::to_string(min_bytes) +
+                                                 " bytes for this prompt exceeds the "
+                                                 "KV budget of " +
+                                                 std::to_string(e.params.kv_bytes) +
+                                                 " bytes (EngineParams.kv_bytes)");
     r->reserved_bytes = e.params.kv_bytes;  // runs alone, capped by the budget
   }
   r->req = std::move(request);

@@ -1,6 +1,7 @@
 // Model: load (config + checkpoint + tokenizer) behind the public pImpl; no exception escapes.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/check.hpp"
@@ -24,11 +25,14 @@ Status ModelParams::validate() const {
   if (threads < 0)
     return Status(ErrorCode::kInvalidArgument,
                   "ModelParams.threads = " + std::to_string(threads) + " must be >= 0");
+  if (!backend.empty() && backend != "cpu" && backend != "cuda")
+    return Status(ErrorCode::kInvalidArgument,
+                  "ModelParams.backend = \"" + backend + "\" must be \"cpu\", \"cuda\" or empty");
   return Status::ok();
 }
 
 namespace {
-ModelInfo describe(const Transformer& t, const std::string& dir) {
+ModelInfo describe(const Transformer& t, const ForwardBackend& b, const std::string& dir) {
   const ModelConfig& c = t.config();
   const TextConfig& x = c.text;
   ModelInfo info;
@@ -38,7 +42,8 @@ ModelInfo describe(const Transformer& t, const std::string& dir) {
   info.num_layers = x.num_hidden_layers;
   info.bos_token_id = c.bos_token_id;
   info.eos_token_id = c.eos_token_id;
-  info.max_position_embeddings = x.max_position_embeddings;
+  info.max_position_embeddings = std::min(x.max_position_embeddings, b.max_context());
+  info.backend = b.name();
   // §2.7/§2.8: window FP8 entry = head_dim + head_dim/32 scale bytes (528 B released);
   // compressed FP4 entry = head_dim/2 + head_dim/16 e4m3 scales (288 B); index key FP4 =
   // index_head_dim/2 + index_head_dim/32 (68 B).
@@ -77,9 +82,20 @@ Result<Model> Model::load(const ModelParams& params) {
     impl->transformer = Transformer::load(params.model_dir, static_cast<size_t>(threads),
                                           impl->comm.get(), tun.get_string("DSV41_EXL3_PLAN"));
     if (impl->comm && impl->comm->rank() == 0) impl->transformer->enable_mirror();
+    std::string backend = params.backend.empty() ? tun.get_string("DSV41_BACKEND") : params.backend;
+    DSV41_CHECK(backend == "cpu" || backend == "cuda", kInvalidArgument,
+                "DSV41_BACKEND = \"{}\" must be \"cpu\" or \"cuda\"", backend);
+    if (backend == "cuda") {
+      CudaBackendOptions o;
+      o.max_chunk = static_cast<int>(tun.get_int("DSV41_CUDA_MAX_CHUNK"));
+      o.max_context = tun.get_int("DSV41_CUDA_MAX_CONTEXT");
+      impl->backend = make_cuda_backend(*impl->transformer, o);
+    } else {
+      impl->backend = make_cpu_backend(*impl->transformer);
+    }
     const std::string tok = params.model_dir + "/tokenizer.json";
     if (file_exists(tok)) impl->tokenizer = Tokenizer::load(tok);
-    impl->info = describe(*impl->transformer, params.model_dir);
+    impl->info = describe(*impl->transformer, *impl->backend, params.model_dir);
   });
   if (!st.is_ok()) return st;
   return Model(std::move(impl));

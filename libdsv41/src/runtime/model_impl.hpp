@@ -1,29 +1,31 @@
-// Model::Impl and Session::Impl: the runtime's view of a loaded model (CPU reference transformer +
-// tokenizer) and of one sequence. Shared by session.cpp and engine.cpp.
+// Model::Impl and Session::Impl: the runtime's view of a loaded model (CPU reference transformer,
+// the forward backend that runs it, tokenizer) and of one sequence. Shared by session.cpp and
+// engine.cpp.
 #pragma once
 
 #include <memory>
 
 #include "dsv41/model.hpp"
 #include "dsv41/session.hpp"
-#include "model/sequence_state.hpp"
 #include "model/transformer.hpp"
 #include "parallel/tp_comm.hpp"
+#include "runtime/forward_backend.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace dsv41 {
 
 struct Model::Impl {
-  std::unique_ptr<parallel::TpComm> comm;  // world 2 only; outlives the transformer
-  std::unique_ptr<Transformer> transformer;
-  std::unique_ptr<Tokenizer> tokenizer;  // null when the model directory has no tokenizer.json
+  std::unique_ptr<parallel::TpComm> comm;    // world 2 only; outlives the transformer
+  std::unique_ptr<Transformer> transformer;  // weights + config; the CPU backend runs it
+  std::unique_ptr<ForwardBackend> backend;   // after transformer: destroyed first
+  std::unique_ptr<Tokenizer> tokenizer;      // null when the model directory has no tokenizer.json
   ModelInfo info;
 };
 
 struct Session::Impl {
   std::shared_ptr<const Model::Impl> model;
   SessionParams params;
-  SequenceState state;
+  SequenceHandle state;
 };
 
 // Bytes of one sequence's state at `tokens` context tokens, in the model's quantised formats.

@@ -5,10 +5,10 @@
 
 namespace dsv41 {
 
-void PrefixCache::insert(SequenceState&& state, int64_t bytes) {
-  if (capacity_ <= 0 || state.tokens.empty()) return;
+void PrefixCache::insert(SequenceHandle&& state, int64_t bytes) {
+  if (capacity_ <= 0 || !state || state->tokens().empty()) return;
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-    if (it->state.tokens == state.tokens) {
+    if (it->state->tokens() == state->tokens()) {
       bytes_ -= it->bytes;
       entries_.erase(it);
       break;
@@ -19,13 +19,13 @@ void PrefixCache::insert(SequenceState&& state, int64_t bytes) {
   while (static_cast<int>(entries_.size()) > capacity_) evict_one();
 }
 
-const SequenceState* PrefixCache::longest_prefix(std::span<const int32_t> prompt) {
+const SequenceHandle* PrefixCache::longest_prefix(std::span<const int32_t> prompt) {
   auto best = entries_.end();
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-    const auto& t = it->state.tokens;
+    const auto& t = it->state->tokens();
     if (t.size() >= prompt.size()) continue;
     if (!std::equal(t.begin(), t.end(), prompt.begin())) continue;
-    if (best == entries_.end() || t.size() > best->state.tokens.size()) best = it;
+    if (best == entries_.end() || t.size() > best->state->tokens().size()) best = it;
   }
   if (best == entries_.end()) return nullptr;
   entries_.splice(entries_.begin(), entries_, best);

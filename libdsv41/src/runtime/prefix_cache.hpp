@@ -9,20 +9,20 @@
 #include <span>
 #include <vector>
 
-#include "model/sequence_state.hpp"
+#include "runtime/forward_backend.hpp"
 
 namespace dsv41 {
 
 class PrefixCache {
  public:
   void set_capacity(int entries) { capacity_ = entries; }
-  // Keeps a copy of `state` (its tokens are the key); replaces an entry with the same tokens.
-  // `bytes` is what the entry counts against the state budget.
-  void insert(const SequenceState& state, int64_t bytes) { insert(SequenceState(state), bytes); }
-  void insert(SequenceState&& state, int64_t bytes);
+  // Keeps `state` (its tokens are the key); replaces an entry with the same tokens. `bytes` is
+  // what the entry counts against the state budget. Callers pass a clone sized to its positions
+  // (SequenceHandle::clone(pos)) so a CUDA entry holds no unused device capacity.
+  void insert(SequenceHandle&& state, int64_t bytes);
   // The entry with the longest token list that is a proper prefix of `prompt` (at least one
   // prompt token must remain to produce logits), or null. Marks it most recently used.
-  const SequenceState* longest_prefix(std::span<const int32_t> prompt);
+  const SequenceHandle* longest_prefix(std::span<const int32_t> prompt);
   // Drops the least recently used entry; false when empty.
   bool evict_one();
   int64_t bytes() const { return bytes_; }
@@ -30,7 +30,7 @@ class PrefixCache {
 
  private:
   struct Entry {
-    SequenceState state;
+    SequenceHandle state;
     int64_t bytes = 0;
   };
   std::list<Entry> entries_;  // front = most recently used

@@ -1,5 +1,7 @@
-// Session: one sequence on the CPU reference transformer, prefill in chunks, decode, fork.
+// Session: one sequence on the model's forward backend, prefill in chunks, decode, fork.
 #include "dsv41/session.hpp"
+
+#include <algorithm>
 
 #include "core/check.hpp"
 #include "runtime/model_impl.hpp"
@@ -16,18 +18,18 @@ Status SessionParams::validate() const {
   return Status::ok();
 }
 
-std::vector<float> session_append(Session::Impl& s, std::span<const int32_t> ids,
-                                  bool all_logits) {
+std::vector<float> session_append(Session::Impl& s, std::span<const int32_t> ids, bool all_logits) {
   const ModelInfo& info = s.model->info;
   DSV41_CHECK(!ids.empty(), kInvalidArgument, "no tokens to append");
   for (size_t i = 0; i < ids.size(); ++i)
     DSV41_CHECK(ids[i] >= 0 && ids[i] < info.vocab_size, kInvalidArgument,
                 "token ids[{}] = {} is outside the vocabulary [0, {})", i, ids[i], info.vocab_size);
   const int64_t limit = std::min(s.params.max_context, info.max_position_embeddings);
-  DSV41_CHECK(s.state.pos + static_cast<int64_t>(ids.size()) <= limit, kContextOverflow,
+  BackendSequence& seq = *s.state;
+  DSV41_CHECK(seq.pos() + static_cast<int64_t>(ids.size()) <= limit, kContextOverflow,
               "{} tokens at position {} exceed the maximum context of {} tokens", ids.size(),
-              s.state.pos, limit);
-  const Transformer& t = *s.model->transformer;
+              seq.pos(), limit);
+  const ForwardBackend& backend = *s.model->backend;
   const int64_t V = info.vocab_size;
   const int64_t n = static_cast<int64_t>(ids.size());
   const int64_t chunk = s.params.chunk_tokens > 0 ? s.params.chunk_tokens : n;
@@ -36,15 +38,17 @@ std::vector<float> session_append(Session::Impl& s, std::span<const int32_t> ids
   try {
     for (int64_t b = 0; b < n; b += chunk) {
       const int64_t e = std::min(n, b + chunk);
-      std::vector<float> logits = t.forward(s.state, ids.subspan(b, e - b));
+      // Only the last chunk's last row is wanted without all_logits: the CUDA head then runs
+      // on one row instead of 129,280 x chunk logits.
+      std::vector<float> logits = backend.forward(seq, ids.subspan(b, e - b), all_logits);
       if (all_logits) {
         out.insert(out.end(), logits.begin(), logits.end());
       } else if (e == n) {
-        out.assign(logits.end() - V, logits.end());
+        out = std::move(logits);
       }
     }
   } catch (...) {
-    s.state.reset();  // a failure inside forward (e.g. out of memory) may leave half a chunk
+    seq.reset();  // a failure inside forward (e.g. out of memory) may leave half a chunk
     throw;
   }
   return out;
@@ -56,7 +60,11 @@ Result<Session> Session::create(const Model& model, const SessionParams& params)
   auto impl = std::make_unique<Impl>();
   impl->model = model.impl();
   impl->params = params;
-  st = detail::capture_status([&] { impl->state = impl->model->transformer->new_sequence(); });
+  st = detail::capture_status([&] {
+    StateOptions o;
+    o.max_context = std::min(params.max_context, impl->model->info.max_position_embeddings);
+    impl->state = SequenceHandle(impl->model->backend->new_sequence(o));
+  });
   if (!st.is_ok()) return st;
   return Session(std::move(impl));
 }
@@ -73,16 +81,18 @@ Result<std::vector<float>> Session::append(std::span<const int32_t> ids, bool al
   return out;
 }
 
-int64_t Session::position() const { return impl_->state.pos; }
-const std::vector<int32_t>& Session::tokens() const { return impl_->state.tokens; }
-void Session::reset() { impl_->state.reset(); }
+int64_t Session::position() const { return impl_->state->pos(); }
+const std::vector<int32_t>& Session::tokens() const { return impl_->state->tokens(); }
+void Session::reset() { impl_->state->reset(); }
 
 Status Session::rollback(int64_t n) {
-  return detail::capture_status([&] { impl_->state.rollback(n); });
+  return detail::capture_status([&] { impl_->state->rollback(n); });
 }
 
 Result<Session> Session::fork() const {
-  auto impl = std::make_unique<Impl>(*impl_);
+  std::unique_ptr<Impl> impl;
+  Status st = detail::capture_status([&] { impl = std::make_unique<Impl>(*impl_); });
+  if (!st.is_ok()) return st;  // e.g. kOutOfMemory copying device state
   return Session(std::move(impl));
 }
 

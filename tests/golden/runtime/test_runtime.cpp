@@ -1,7 +1,6 @@
 // Runtime API on the tiny8 oracle model: incremental decode, chunked prefill, prefix reuse,
 // interleaved sessions and the Engine's scheduling give the oracle's logits and tokens.
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -173,8 +172,10 @@ struct Collector {
   EventCallback callback() {
     return [this](const GenerationEvent& ev) {
       std::lock_guard<std::mutex> lock(mu);
-      if (ev.kind == GenerationEvent::Kind::kToken) tokens[ev.id].push_back(ev.token);
-      else done[ev.id] = ev;
+      if (ev.kind == GenerationEvent::Kind::kToken)
+        tokens[ev.id].push_back(ev.token);
+      else
+        done[ev.id] = ev;
       cv.notify_all();
     };
   }

@@ -124,8 +124,20 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
   return m;
 }
 
-DeviceSequence CudaTransformer::new_sequence() const {
-  return DeviceSequence(cpu_->config(), opts_.max_context);
+DeviceSequence CudaTransformer::new_sequence(int64_t max_context, int max_rollback) const {
+  DSV41_CHECK(max_context >= 0 && max_context <= opts_.max_context, kInvalidArgument,
+              "CUDA sequence: max_context = {} is outside [0, {}] (CudaForwardOptions.max_context, "
+              "DSV41_CUDA_MAX_CONTEXT)",
+              max_context, opts_.max_context);
+  return DeviceSequence(cpu_->config(), max_context > 0 ? max_context : opts_.max_context,
+                        max_rollback);
+}
+
+DeviceSequence CudaTransformer::clone(const DeviceSequence& seq, int64_t max_context) const {
+  DSV41_CHECK(max_context <= opts_.max_context, kInvalidArgument,
+              "CUDA sequence clone: max_context = {} exceeds CudaForwardOptions.max_context {}",
+              max_context, opts_.max_context);
+  return seq.clone(max_context, stream());
 }
 
 void CudaTransformer::check_call(const DeviceSequence& seq, std::span<const int32_t> ids,
@@ -150,20 +162,27 @@ void CudaTransformer::check_call(const DeviceSequence& seq, std::span<const int3
 }
 
 std::vector<float> CudaTransformer::forward(DeviceSequence& seq, std::span<const int32_t> ids,
-                                            std::span<const uint8_t> image_flags) const {
+                                            std::span<const uint8_t> image_flags,
+                                            LogitRows rows) const {
   check_call(seq, ids, image_flags);
   const int64_t T = static_cast<int64_t>(ids.size()), V = cpu_->config().text.vocab_size;
-  std::vector<float> logits(static_cast<size_t>(T * V));
+  const bool all = rows == LogitRows::kAll;
+  std::vector<float> logits(static_cast<size_t>((all ? T : 1) * V));
   try {
     for (int64_t c0 = 0; c0 < T; c0 += opts_.max_chunk) {
       const int64_t n = std::min<int64_t>(opts_.max_chunk, T - c0);
+      const int64_t head_rows = all ? n : (c0 + n == T ? 1 : 0);
       run_chunk(seq, ids.subspan(c0, n),
-                image_flags.empty() ? image_flags : image_flags.subspan(c0, n));
-      check_launch(cudaMemcpyAsync(stage_logits_->data(), ws_->logits.data(), n * V * 4,
+                image_flags.empty() ? image_flags : image_flags.subspan(c0, n), head_rows);
+      if (head_rows == 0) {  // the pinned ids / hash staging is reused by the next chunk
+        stream_->synchronize();
+        continue;
+      }
+      check_launch(cudaMemcpyAsync(stage_logits_->data(), ws_->logits.data(), head_rows * V * 4,
                                    cudaMemcpyDeviceToHost, stream_->get()),
                    -1, "logits download");
       stream_->synchronize();  // the staging is reused by the next chunk
-      std::copy_n(stage_logits_->as<float>(), n * V, logits.data() + c0 * V);
+      std::copy_n(stage_logits_->as<float>(), head_rows * V, logits.data() + (all ? c0 * V : 0));
     }
   } catch (...) {
     seq.poisoned_ = true;
@@ -179,7 +198,7 @@ void CudaTransformer::enqueue(DeviceSequence& seq, std::span<const int32_t> ids,
               "enqueue: {} tokens exceed CudaForwardOptions.max_chunk = {}", ids.size(),
               opts_.max_chunk);
   try {
-    run_chunk(seq, ids, image_flags);
+    run_chunk(seq, ids, image_flags, static_cast<int64_t>(ids.size()));
   } catch (...) {
     seq.poisoned_ = true;
     throw;
@@ -205,7 +224,7 @@ std::vector<std::pair<std::string, double>> CudaTransformer::profile(
 }
 
 void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> ids,
-                                std::span<const uint8_t> flags) const {
+                                std::span<const uint8_t> flags, int64_t head_rows) const {
   const TextConfig& t = cpu_->config().text;
   ForwardWorkspace& ws = *ws_;
   cudaStream_t s = stream_->get();
@@ -292,12 +311,16 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
     pre = pre_f;
     profile_mark(profile_, "mhc+norm", s);
   }
-  // Head: logits = head(norm(collapse(H, pre))).
-  check_launch(kernels::hc_collapse(H, pre, x, T, hc, D, s), -1, "hc_collapse head");
-  check_launch(kernels::rms_norm(x, norm_.as<float>(), x, T, D, eps, s), -1, "norm");
-  head_->gemv(x, T, ws.logits.as<float>(), s);
+  // Head: logits = head(norm(collapse(H, pre))) of the last head_rows rows.
+  if (head_rows > 0) {
+    const int64_t r0 = T - head_rows;
+    check_launch(kernels::hc_collapse(H + r0 * hc * D, pre + r0 * hc, x, head_rows, hc, D, s), -1,
+                 "hc_collapse head");
+    check_launch(kernels::rms_norm(x, norm_.as<float>(), x, head_rows, D, eps, s), -1, "norm");
+    head_->gemv(x, head_rows, ws.logits.as<float>(), s);
+  }
   profile_mark(profile_, "head", s);
-  seq.pos_ += T;
+  seq.advance(T);
 }
 
 }  // namespace dsv41::cuda

@@ -7,7 +7,8 @@
 // max_chunk tokens (chunked prefill gives the same numbers as one-shot prefill, §2).
 //
 // Scope now: world 1, release FP8/FP4 checkpoints (EXL3 banks and TP shards throw
-// kUnsupported at upload), no rollback. Numbers: tests/kernel/test_model_forward.cpp
+// kUnsupported at upload). Not thread-safe: one workspace and one stream serve every sequence
+// (the runtime's CUDA backend serialises calls). Numbers: tests/kernel/test_model_forward.cpp
 // (logits vs the CPU backend, greedy continuation), docs/cuda_forward.md.
 #pragma once
 
@@ -60,14 +61,21 @@ class CudaTransformer {
   const CudaLoadReport& load_report() const { return report_; }
   const CudaForwardOptions& options() const { return opts_; }
 
-  // A fresh sequence with caches for options().max_context positions.
-  DeviceSequence new_sequence() const;
+  // A fresh sequence with caches for max_context positions (0 = options().max_context, at most
+  // that: the workspace's score rows are sized by it) and max_rollback undoable positions.
+  DeviceSequence new_sequence(int64_t max_context = 0, int max_rollback = 0) const;
 
-  // logits [T, vocab] (fp32, host) of the T tokens `ids` appended at seq.pos(); image_flags [T]
-  // or empty. Advances seq.pos() by T. kContextOverflow past the sequence's max_context (state
+  enum class LogitRows { kAll, kLast };
+  // logits of the T tokens `ids` appended at seq.pos() (fp32, host): [T, vocab] for kAll, the
+  // last row [vocab] for kLast (the head then runs on that row only); image_flags [T] or empty.
+  // Advances seq.pos() by T. kContextOverflow past the sequence's max_context (state
   // unchanged); a CUDA error mid-call poisons the sequence (later calls fail naming it).
   std::vector<float> forward(DeviceSequence& seq, std::span<const int32_t> ids,
-                             std::span<const uint8_t> image_flags = {}) const;
+                             std::span<const uint8_t> image_flags = {},
+                             LogitRows rows = LogitRows::kAll) const;
+  // DeviceSequence::rollback / clone on stream().
+  void rollback(DeviceSequence& seq, int64_t n) const { seq.rollback(n, stream()); }
+  DeviceSequence clone(const DeviceSequence& seq, int64_t max_context) const;
 
   // One chunk of 1..max_chunk tokens queued on stream() without waiting; its logits [T, vocab]
   // stay in device memory at device_logits() until the next call. Same checks as forward().
@@ -88,8 +96,9 @@ class CudaTransformer {
   CudaTransformer() = default;
   void check_call(const DeviceSequence& seq, std::span<const int32_t> ids,
                   std::span<const uint8_t> image_flags) const;
-  void run_chunk(DeviceSequence& seq, std::span<const int32_t> ids,
-                 std::span<const uint8_t> flags) const;
+  // head_rows: the last head_rows rows of the chunk get logits (0..T), at ws.logits row 0.
+  void run_chunk(DeviceSequence& seq, std::span<const int32_t> ids, std::span<const uint8_t> flags,
+                 int64_t head_rows) const;
 
   const Transformer* cpu_ = nullptr;
   CudaForwardOptions opts_;

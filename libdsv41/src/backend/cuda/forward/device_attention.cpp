@@ -126,6 +126,19 @@ void DeviceAttention::compress(const float* xn, int64_t T, int64_t pos0, DeviceS
     }
     c_wkv_.gemv(xn, T, skv + P * D, s);
     c_wgate_.gemv(xn, T, sgate + P * D, s);
+    if (src.recent_capacity > 0) {  // rollback: this call's rows by position, newest kept
+      const int64_t cap = src.recent_capacity;
+      for (int64_t t = std::max<int64_t>(0, T - cap); t < T;) {
+        const int64_t slot = (pos0 + t) % cap, run = std::min(T - t, cap - slot);
+        check_launch(cudaMemcpyAsync(src.recent_kv.as<float>() + slot * D, skv + (P + t) * D,
+                                     run * D * 4, cudaMemcpyDeviceToDevice, s),
+                     l, "compressor recent kv");
+        check_launch(cudaMemcpyAsync(src.recent_gate.as<float>() + slot * D, sgate + (P + t) * D,
+                                     run * D * 4, cudaMemcpyDeviceToDevice, s),
+                     l, "compressor recent gate");
+        t += run;
+      }
+    }
     const int64_t rows = P + T;
     ng = rows / r;
     const int64_t used = ng * r, tail = rows - used;

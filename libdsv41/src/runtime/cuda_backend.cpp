@@ -1,0 +1,73 @@
+// The CUDA backend: CudaTransformer + DeviceSequence behind ForwardBackend (DSV41_CUDA builds).
+// One CudaTransformer has one workspace and one stream, so every call that touches the device
+// (forward, rollback's copies, clone) holds the backend's mutex: sessions used from several
+// threads are serialised, the Engine's single scheduler thread never waits on it.
+#include <mutex>
+
+#include "backend/cuda/forward/cuda_transformer.hpp"
+#include "core/check.hpp"
+#include "model/transformer.hpp"
+#include "runtime/forward_backend.hpp"
+
+namespace dsv41 {
+namespace {
+
+struct CudaShared {
+  std::unique_ptr<cuda::CudaTransformer> gpu;
+  std::mutex mu;
+};
+
+class CudaSequence final : public BackendSequence {
+ public:
+  CudaSequence(CudaShared& sh, cuda::DeviceSequence s) : sh_(sh), s_(std::move(s)) {}
+  int64_t pos() const override { return s_.pos(); }
+  const std::vector<int32_t>& tokens() const override { return s_.tokens; }
+  int64_t max_context() const override { return s_.max_context(); }
+  void reset() override { s_.reset(); }
+  void rollback(int64_t n) override {
+    std::lock_guard<std::mutex> lock(sh_.mu);
+    sh_.gpu->rollback(s_, n);
+  }
+  std::unique_ptr<BackendSequence> clone(int64_t max_context) const override {
+    std::lock_guard<std::mutex> lock(sh_.mu);
+    return std::make_unique<CudaSequence>(sh_, sh_.gpu->clone(s_, max_context));
+  }
+  cuda::DeviceSequence& device() { return s_; }
+
+ private:
+  CudaShared& sh_;
+  cuda::DeviceSequence s_;
+};
+
+class CudaBackend final : public ForwardBackend {
+ public:
+  explicit CudaBackend(std::unique_ptr<cuda::CudaTransformer> gpu) { sh_.gpu = std::move(gpu); }
+  const char* name() const override { return "cuda"; }
+  int64_t max_context() const override { return sh_.gpu->options().max_context; }
+  std::unique_ptr<BackendSequence> new_sequence(const StateOptions& opts) const override {
+    return std::make_unique<CudaSequence>(
+        sh_, sh_.gpu->new_sequence(opts.max_context, opts.max_rollback));
+  }
+  std::vector<float> forward(BackendSequence& seq, std::span<const int32_t> ids,
+                             bool all_rows) const override {
+    std::lock_guard<std::mutex> lock(sh_.mu);
+    using Rows = cuda::CudaTransformer::LogitRows;
+    return sh_.gpu->forward(static_cast<CudaSequence&>(seq).device(), ids, {},
+                            all_rows ? Rows::kAll : Rows::kLast);
+  }
+
+ private:
+  mutable CudaShared sh_;
+};
+
+}  // namespace
+
+std::unique_ptr<ForwardBackend> make_cuda_backend(const Transformer& t,
+                                                  const CudaBackendOptions& opts) {
+  cuda::CudaForwardOptions o;
+  o.max_chunk = opts.max_chunk;
+  o.max_context = std::min(opts.max_context, t.config().text.max_position_embeddings);
+  return std::make_unique<CudaBackend>(cuda::CudaTransformer::upload(t, o));
+}
+
+}  // namespace dsv41

@@ -1,0 +1,84 @@
+// ForwardBackend: where a model's forward pass runs (docs/architecture.md "Backends"). The runtime
+// (Session, Engine) drives every backend through this interface: the CPU reference transformer
+// (model/transformer.hpp, the executable spec) or the CUDA forward (backend/cuda/forward/), chosen
+// at load by ModelParams.backend / DSV41_BACKEND. A backend owns its sequences' state memory
+// (host pages for the CPU, device buffers for CUDA); SequenceHandle gives it value semantics so
+// Session::fork and the prefix cache copy states the same way on either.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/attention/attention_state.hpp"
+
+namespace dsv41 {
+
+class Transformer;
+
+// One sequence's state in a backend's memory. Methods throw detail::Failure.
+class BackendSequence {
+ public:
+  virtual ~BackendSequence() = default;
+  virtual int64_t pos() const = 0;
+  virtual const std::vector<int32_t>& tokens() const = 0;
+  virtual int64_t max_context() const = 0;  // positions it can grow to
+  virtual void reset() = 0;
+  // Undoes the last n positions; kInvalidArgument (nothing changed) past the rollback depth.
+  virtual void rollback(int64_t n) = 0;
+  // A copy of the same positions able to grow to max_context (>= pos()).
+  virtual std::unique_ptr<BackendSequence> clone(int64_t max_context) const = 0;
+};
+
+class ForwardBackend {
+ public:
+  virtual ~ForwardBackend() = default;
+  virtual const char* name() const = 0;  // "cpu" or "cuda"
+  // Longest sequence this backend holds (CUDA: DSV41_CUDA_MAX_CONTEXT, its workspace's size).
+  virtual int64_t max_context() const = 0;
+  // opts.max_context <= max_context(); opts.pool is used by the CPU backend only.
+  virtual std::unique_ptr<BackendSequence> new_sequence(const StateOptions& opts) const = 0;
+  // Appends ids at seq.pos(); logits [T, vocab] (all_rows) or of the last token [vocab].
+  virtual std::vector<float> forward(BackendSequence& seq, std::span<const int32_t> ids,
+                                     bool all_rows) const = 0;
+};
+
+// The CPU reference backend over t (t must outlive it).
+std::unique_ptr<ForwardBackend> make_cpu_backend(const Transformer& t);
+
+struct CudaBackendOptions {
+  int max_chunk = 256;          // tokens per device step (DSV41_CUDA_MAX_CHUNK)
+  int64_t max_context = 65536;  // longest sequence (DSV41_CUDA_MAX_CONTEXT)
+};
+// The CUDA backend: uploads t's weights to the current device (t must outlive it). Defined by
+// cuda_backend.cpp in a DSV41_CUDA build, else by cuda_backend_absent.cpp (kUnsupported).
+// Throws kUnsupported for model parts the CUDA forward does not run (named), CUDA errors as
+// kInternal / kOutOfMemory naming the call.
+std::unique_ptr<ForwardBackend> make_cuda_backend(const Transformer& t,
+                                                  const CudaBackendOptions& opts);
+
+// Value semantics over a BackendSequence: a copy is a clone at the same capacity.
+class SequenceHandle {
+ public:
+  SequenceHandle() = default;
+  explicit SequenceHandle(std::unique_ptr<BackendSequence> s) : s_(std::move(s)) {}
+  SequenceHandle(const SequenceHandle& o) : s_(o.s_ ? o.s_->clone(o.s_->max_context()) : nullptr) {}
+  SequenceHandle& operator=(const SequenceHandle& o) {
+    if (this != &o) s_ = o.s_ ? o.s_->clone(o.s_->max_context()) : nullptr;
+    return *this;
+  }
+  SequenceHandle(SequenceHandle&&) noexcept = default;
+  SequenceHandle& operator=(SequenceHandle&&) noexcept = default;
+
+  explicit operator bool() const { return s_ != nullptr; }
+  BackendSequence& operator*() const { return *s_; }
+  BackendSequence* operator->() const { return s_.get(); }
+  SequenceHandle clone(int64_t max_context) const { return SequenceHandle(s_->clone(max_context)); }
+
+ private:
+  std::unique_ptr<BackendSequence> s_;
+};
+
+}  // namespace dsv41
