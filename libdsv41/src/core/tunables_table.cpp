@@ -10,9 +10,9 @@ constexpr TunableSpec kSpecs[] = {
     {"DSV41_BACKEND", TunableType::kString, "cpu",
      "where the forward runs: cpu (the reference) or cuda (the current GPU; world 1, release "
      "FP8/FP4 checkpoints); ModelParams.backend overrides"},
-    {"DSV41_CUDA_MAX_CHUNK", TunableType::kInt, "256",
-     "CUDA backend: tokens per device step (workspace rows, 1..4096); longer prefills are cut "
-     "into steps of this many"},
+    {"DSV41_CUDA_MAX_CHUNK", TunableType::kInt, "2048",
+     "CUDA backend: tokens per device step (workspace rows, 1..4096; the released geometry's "
+     "workspace is ~3.4 GB at 2048); longer prefills are cut into steps of this many"},
     {"DSV41_CUDA_MAX_CONTEXT", TunableType::kInt, "65536",
      "CUDA backend: longest sequence (sizes the score workspace; caps "
      "ModelInfo.max_position_embeddings)"},

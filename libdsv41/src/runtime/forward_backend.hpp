@@ -49,7 +49,7 @@ class ForwardBackend {
 std::unique_ptr<ForwardBackend> make_cpu_backend(const Transformer& t);
 
 struct CudaBackendOptions {
-  int max_chunk = 256;          // tokens per device step (DSV41_CUDA_MAX_CHUNK)
+  int max_chunk = 2048;         // tokens per device step (DSV41_CUDA_MAX_CHUNK)
   int64_t max_context = 65536;  // longest sequence (DSV41_CUDA_MAX_CONTEXT)
 };
 // The CUDA backend: uploads t's weights to the current device (t must outlive it). Defined by
