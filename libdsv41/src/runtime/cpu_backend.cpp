@@ -13,6 +13,7 @@ class CpuSequence final : public BackendSequence {
   int64_t pos() const override { return s_.pos; }
   const std::vector<int32_t>& tokens() const override { return s_.tokens; }
   int64_t max_context() const override { return s_.attn.options.max_context; }
+  bool preallocated() const override { return false; }
   void reset() override { s_.reset(); }
   void rollback(int64_t n) override { s_.rollback(n); }
   std::unique_ptr<BackendSequence> clone(int64_t max_context) const override {

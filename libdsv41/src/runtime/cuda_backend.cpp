@@ -23,6 +23,7 @@ class CudaSequence final : public BackendSequence {
   int64_t pos() const override { return s_.pos(); }
   const std::vector<int32_t>& tokens() const override { return s_.tokens; }
   int64_t max_context() const override { return s_.max_context(); }
+  bool preallocated() const override { return true; }
   void reset() override { s_.reset(); }
   void rollback(int64_t n) override {
     std::lock_guard<std::mutex> lock(sh_.mu);

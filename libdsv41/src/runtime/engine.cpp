@@ -146,8 +146,10 @@ void Engine::Impl::finish(Request& r, FinishReason reason, Status status, std::s
       SequenceHandle& st = r.session->state;
       const int64_t pos = st->pos();
       const int64_t bytes = pool_bytes(pos);
-      Status moved = detail::capture_status(
-          [&] { cache.insert(st->max_context() == pos ? std::move(st) : st.clone(pos), bytes); });
+      Status moved = detail::capture_status([&] {
+        const bool shrink = st->preallocated() && st->max_context() > pos;
+        cache.insert(shrink ? st.clone(pos) : std::move(st), bytes);
+      });
       if (!moved.is_ok())  // only the cache entry is lost; the request itself succeeded
         logger.log(LogLevel::kWarn, "prefix cache: entry of {} tokens dropped: {}", pos,
                    moved.to_string());

@@ -25,6 +25,9 @@ class BackendSequence {
   virtual int64_t pos() const = 0;
   virtual const std::vector<int32_t>& tokens() const = 0;
   virtual int64_t max_context() const = 0;  // positions it can grow to
+  // True when memory for all max_context() positions is held from creation (CUDA), false when
+  // it grows with pos() (CPU pages): only the former is worth re-making smaller for a cache.
+  virtual bool preallocated() const = 0;
   virtual void reset() = 0;
   // Undoes the last n positions; kInvalidArgument (nothing changed) past the rollback depth.
   virtual void rollback(int64_t n) = 0;
