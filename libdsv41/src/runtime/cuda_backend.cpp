@@ -1,7 +1,8 @@
 // The CUDA backend: CudaTransformer + DeviceSequence behind ForwardBackend (DSV41_CUDA builds).
 // One CudaTransformer has one workspace and one stream, so every call that touches the device
-// (forward, rollback's copies, clone) holds the backend's mutex: sessions used from several
-// threads are serialised, the Engine's single scheduler thread never waits on it.
+// (forward, rollback's copies, clone) holds the backend's mutex: sessions of one model used from
+// several threads run one at a time (an Engine alone on a model never waits on it). The device
+// is the one current at load (device 0 unless the caller set another).
 #include <mutex>
 
 #include "backend/cuda/forward/cuda_transformer.hpp"

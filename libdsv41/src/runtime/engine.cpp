@@ -111,7 +111,12 @@ struct Engine::Impl {
     const int64_t bytes = pool_bytes(state->pos());
     while (used_bytes() + bytes > params.kv_bytes && cache.evict_one()) {
     }
-    if (used_bytes() + bytes <= params.kv_bytes) cache.insert(state.clone(state->pos()), bytes);
+    if (used_bytes() + bytes > params.kv_bytes) return;
+    // The copy allocates (device memory on CUDA): failing it only loses the cache entry.
+    Status st = detail::capture_status([&] { cache.insert(state.clone(state->pos()), bytes); });
+    if (!st.is_ok())
+      logger.log(LogLevel::kWarn, "prefix cache: copy of {} tokens dropped: {}", state->pos(),
+                 st.to_string());
   }
   int64_t used_bytes() const {
     int64_t u = cache.bytes();
@@ -228,15 +233,24 @@ bool Engine::Impl::admit_locked(std::vector<std::unique_ptr<Request>>* failed) {
     stats.prefix_cache_queries++;
     const SequenceHandle* hit = cache.longest_prefix(req->req.prompt);
     const int64_t reserve = reserve_tokens(req->req);
-    Status made = detail::capture_status([&] {
-      if (hit != nullptr) {
-        req->session->state = hit->clone(reserve);
-        req->prefilled = req->cached = (*hit)->pos();
-      } else {
-        req->session->state = SequenceHandle(model->backend->new_sequence(
-            StateOptions{.pool = pool, .max_rollback = kMaxRollback, .max_context = reserve}));
-      }
-    });
+    auto make = [&] {
+      return detail::capture_status([&] {
+        if (hit != nullptr) {
+          req->session->state = hit->clone(reserve);
+          req->prefilled = req->cached = (*hit)->pos();
+        } else {
+          req->session->state = SequenceHandle(model->backend->new_sequence(
+              StateOptions{.pool = pool, .max_rollback = kMaxRollback, .max_context = reserve}));
+        }
+      });
+    };
+    Status made = make();
+    // A CUDA cache entry holds device memory the budget estimate may not show: free entries
+    // (never the one being cloned) until the state fits or nothing is left to free.
+    while (made.code() == ErrorCode::kOutOfMemory && cache.size() > (hit != nullptr ? 1 : 0) &&
+           cache.evict_one()) {
+      made = make();
+    }
     if (!made.is_ok()) {  // e.g. device memory exhausted: the request ends with that status
       req->prefilled = req->cached = 0;
       req->session.reset();

@@ -76,9 +76,12 @@ class SequenceHandle {
   SequenceHandle& operator=(SequenceHandle&&) noexcept = default;
 
   explicit operator bool() const { return s_ != nullptr; }
-  BackendSequence& operator*() const { return *s_; }
+  BackendSequence& operator*() const { return *s_; }  // non-empty handles only
   BackendSequence* operator->() const { return s_.get(); }
-  SequenceHandle clone(int64_t max_context) const { return SequenceHandle(s_->clone(max_context)); }
+  // An empty handle clones to an empty handle.
+  SequenceHandle clone(int64_t max_context) const {
+    return s_ ? SequenceHandle(s_->clone(max_context)) : SequenceHandle();
+  }
 
  private:
   std::unique_ptr<BackendSequence> s_;

@@ -86,9 +86,15 @@ Result<Model> Model::load(const ModelParams& params) {
     DSV41_CHECK(backend == "cpu" || backend == "cuda", kInvalidArgument,
                 "DSV41_BACKEND = \"{}\" must be \"cpu\" or \"cuda\"", backend);
     if (backend == "cuda") {
+      const int64_t chunk = tun.get_int("DSV41_CUDA_MAX_CHUNK");
+      const int64_t context = tun.get_int("DSV41_CUDA_MAX_CONTEXT");
+      DSV41_CHECK(chunk >= 1 && chunk <= 4096, kInvalidArgument,
+                  "DSV41_CUDA_MAX_CHUNK = {} is outside [1, 4096]", chunk);
+      DSV41_CHECK(context >= 1, kInvalidArgument, "DSV41_CUDA_MAX_CONTEXT = {} must be >= 1",
+                  context);
       CudaBackendOptions o;
-      o.max_chunk = static_cast<int>(tun.get_int("DSV41_CUDA_MAX_CHUNK"));
-      o.max_context = tun.get_int("DSV41_CUDA_MAX_CONTEXT");
+      o.max_chunk = static_cast<int>(chunk);
+      o.max_context = context;
       impl->backend = make_cuda_backend(*impl->transformer, o);
     } else {
       impl->backend = make_cpu_backend(*impl->transformer);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cctype>
+#include <cstdlib>
 
 #include "dsv41/session.hpp"
 #include "loader/safetensors.hpp"
@@ -75,4 +76,20 @@ TEST_CASE("model: backend cuda matches the reference or fails naming CUDA",
   const std::vector<float> got = all_logits(*gpu, ids);
   REQUIRE(got.size() == want.size());
   dsv41::test::require_close("tiny8 prompt1 cuda vs cpu", got, want, want.size(), 2e-3);
+}
+
+TEST_CASE("model: CUDA tunables out of range are rejected naming the variable",
+          "[golden][runtime][backend]") {
+  // Checked before any device work, so the same answer with or without a GPU.
+  ::setenv("DSV41_CUDA_MAX_CHUNK", "5000000000", 1);  // would wrap to a valid int if truncated
+  auto r = load_tiny8("cuda");
+  ::unsetenv("DSV41_CUDA_MAX_CHUNK");
+  REQUIRE(r.status().code() == ErrorCode::kInvalidArgument);
+  REQUIRE_THAT(r.status().message(),
+               Catch::Contains("DSV41_CUDA_MAX_CHUNK = 5000000000 is outside [1, 4096]"));
+  ::setenv("DSV41_CUDA_MAX_CONTEXT", "0", 1);
+  auto c = load_tiny8("cuda");
+  ::unsetenv("DSV41_CUDA_MAX_CONTEXT");
+  REQUIRE(c.status().code() == ErrorCode::kInvalidArgument);
+  REQUIRE_THAT(c.status().message(), Catch::Contains("DSV41_CUDA_MAX_CONTEXT = 0 must be >= 1"));
 }

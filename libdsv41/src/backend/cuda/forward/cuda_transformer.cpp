@@ -157,8 +157,8 @@ void CudaTransformer::check_call(const DeviceSequence& seq, std::span<const int3
               layers_.size());
   for (int64_t i = 0; i < T; ++i)
     DSV41_CHECK(ids[i] >= 0 && ids[i] < V, kInvalidArgument,
-                "forward: token id {} at position {} is outside the vocabulary of {}", ids[i], i,
-                V);
+                "forward: token id {} at position {} (ids[{}]) is outside the vocabulary of {}",
+                ids[i], seq.pos_ + i, i, V);
 }
 
 std::vector<float> CudaTransformer::forward(DeviceSequence& seq, std::span<const int32_t> ids,

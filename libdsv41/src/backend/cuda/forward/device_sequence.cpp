@@ -106,27 +106,32 @@ void copy_prefix(const DeviceBuffer& from, DeviceBuffer& to, size_t bytes, cudaS
 }  // namespace
 
 void DeviceSequence::rollback(int64_t n, cudaStream_t stream) {
+  DSV41_CHECK(!poisoned_, kInternal,
+              "CUDA rollback: this sequence was left inconsistent by an earlier CUDA error");
   DSV41_CHECK(n >= 0 && n <= max_rollback_, kInvalidArgument,
               "rollback of {} positions: the limit is max_rollback = {}", n, max_rollback_);
   DSV41_CHECK(n <= rollback_depth_, kInvalidArgument,
               "rollback of {} positions: only {} can be undone now (positions fed since the last "
               "rollback, at most max_rollback = {})",
               n, rollback_depth_, max_rollback_);
-  DSV41_CHECK(!poisoned_, kInternal,
-              "CUDA rollback: this sequence was left inconsistent by an earlier CUDA error");
   if (n == 0) return;
   const int64_t D = cfg_->text.head_dim;
-  for (DeviceSource& s : source) {
-    if (s.layer < 0) continue;
-    const int64_t pos = s.next_pos() - n;
-    s.n_entries = pos / s.ratio;
-    s.pending = static_cast<int>(pos % s.ratio);
-    if (s.pending > 0) {  // rows of positions [n_entries·ratio, pos)
-      copy_ring_rows(s.recent_kv, s.recent_capacity, s.n_entries * s.ratio, s.pending, D,
-                     s.pending_kv.as<float>(), stream);
-      copy_ring_rows(s.recent_gate, s.recent_capacity, s.n_entries * s.ratio, s.pending, D,
-                     s.pending_gate.as<float>(), stream);
+  try {
+    for (DeviceSource& s : source) {
+      if (s.layer < 0) continue;
+      const int64_t pos = s.next_pos() - n;
+      s.n_entries = pos / s.ratio;
+      s.pending = static_cast<int>(pos % s.ratio);
+      if (s.pending > 0) {  // rows of positions [n_entries·ratio, pos)
+        copy_ring_rows(s.recent_kv, s.recent_capacity, s.n_entries * s.ratio, s.pending, D,
+                       s.pending_kv.as<float>(), stream);
+        copy_ring_rows(s.recent_gate, s.recent_capacity, s.n_entries * s.ratio, s.pending, D,
+                       s.pending_gate.as<float>(), stream);
+      }
     }
+  } catch (...) {
+    poisoned_ = true;  // some layers were rolled back, others not
+    throw;
   }
   pos_ -= n;
   rollback_depth_ -= n;
