@@ -15,6 +15,7 @@
 // left out. Floor = bytes / 4.8 TB/s.
 // Usage: dsv41_bench_cuda_forward DIR [contexts=0,8192,32768] [rows=1,2,6,16] [repeats=20]
 //                                 [chunk=2048]
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -169,7 +170,9 @@ int run(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: dsv41_bench_cuda_forward DIR [contexts=0,8192,32768] [rows=1,2,6,16] "
-                 "[repeats=20] [chunk=2048]\n");
+                 "[repeats=20] [chunk=2048] [capture=ROWS]\n"
+                 "  capture=ROWS: after the tables, one host-driven step of ROWS rows between\n"
+                 "  cudaProfilerStart/Stop (ncu --profile-from-start off: per-kernel times)\n");
     return 2;
   }
   const std::string dir = argv[1];
@@ -177,6 +180,8 @@ int run(int argc, char** argv) {
   const std::vector<int64_t> rows = parse_list(argc > 3 ? argv[3] : "1,2,6,16");
   const int repeats = argc > 4 ? std::atoi(argv[4]) : 20;
   const int64_t chunk = argc > 5 ? std::atoll(argv[5]) : 2048;
+  const int64_t capture_rows =
+      argc > 6 && std::string(argv[6]).rfind("capture=", 0) == 0 ? std::atoll(argv[6] + 8) : 0;
   if (dsv41::cuda::device_count() == 0) {
     std::fprintf(stderr, "dsv41_bench_cuda_forward: no CUDA device\n");
     return 1;
@@ -270,6 +275,15 @@ int run(int argc, char** argv) {
                   graph_ms * 1000.0 / L, bytes / 1e9, floor_ms, 100.0 * floor_ms / graph_ms,
                   100.0 * floor_ms / host[ri]);
       std::fflush(stdout);
+    }
+    if (capture_rows > 0 && c == contexts.back()) {  // one step for a kernel profiler
+      const std::vector<int32_t> ids = random_ids(rng, capture_rows, t.vocab_size);
+      gpu->forward(seq, ids);  // warm: the captured step is not the first of its shape
+      DSV41_CUDA_CHECK(cudaProfilerStart());
+      gpu->forward(seq, random_ids(rng, capture_rows, t.vocab_size));
+      DSV41_CUDA_CHECK(cudaProfilerStop());
+      std::printf("captured one %lld-row step at context %lld\n",
+                  static_cast<long long>(capture_rows), static_cast<long long>(seq.pos()));
     }
     for (int64_t R : rows) {  // where one step's device time goes (after the graph replays)
       const auto segs = gpu->profile(seq, random_ids(rng, R, t.vocab_size));

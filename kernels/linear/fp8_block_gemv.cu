@@ -55,4 +55,14 @@ cudaError_t fp8_block_gemv(const float* x, const uint8_t* w, const uint8_t* scal
   return detail::dispatch_quant_gemv<Fp8Block32>(x, w, scale, y, rows, out, in, stream);
 }
 
+cudaError_t fp8_block_gemv_grouped(const float* x, const uint8_t* w, const uint8_t* scale, float* y,
+                                   int rows, int groups, int64_t out, int64_t in,
+                                   cudaStream_t stream) {
+  if (groups < 1 || (groups > 1 && out % 32 != 0) || in * groups > (int64_t{1} << 28) ||
+      out * groups > (int64_t{1} << 40) ||
+      !detail::gemv_args_ok(x, w, scale, y, rows, out, in, Fp8Block32::kElemsPerChunk))
+    return cudaErrorInvalidValue;
+  return detail::dispatch_quant_gemv<Fp8Block32>(x, w, scale, y, rows, out, in, stream, groups);
+}
+
 }  // namespace dsv41::kernels

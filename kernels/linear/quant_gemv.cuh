@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace dsv41::kernels::detail {
 
@@ -70,7 +71,8 @@ __device__ __forceinline__ void quant_gemv_block(const float* __restrict__ x,
                                                  const uint8_t* __restrict__ w,
                                                  const uint8_t* __restrict__ scale,
                                                  float* __restrict__ y, int rows, int64_t out,
-                                                 int64_t in, int ksplit, int64_t block) {
+                                                 int64_t in, int ksplit, int64_t block,
+                                                 int64_t x_stride, int64_t y_stride) {
   extern __shared__ float4 xs[];  // kStageX: [rows][in / 4], swizzled per row
   __shared__ float red[kGemvWarps][T * R];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -83,6 +85,7 @@ __device__ __forceinline__ void quant_gemv_block(const float* __restrict__ x,
   const int64_t c_end = min(chunks, (part + 1) * per);
   const int iters = c_first < c_end ? static_cast<int>((c_end - c_first + 31) / 32) : 0;
   const int n4 = static_cast<int>(in / 4);
+  const int64_t xs4 = x_stride / 4;  // float4s from one x row to the next (x_stride % 4 == 0)
 
   // Per-row weight and scale cursors, advanced by 32 chunks per step (index math stays out of
   // the inner loop: at 2 rows per warp it cost more issue slots than the decode). Rows past
@@ -106,7 +109,7 @@ __device__ __forceinline__ void quant_gemv_block(const float* __restrict__ x,
     const float4* x4 = reinterpret_cast<const float4*>(x);
     for (int i = threadIdx.x; i < rows * n4; i += kGemvThreads) {
       const int t = i / n4, f = i - t * n4;
-      xs[t * n4 + x_swizzle<Fmt::kSwizzleMask>(f)] = __ldg(x4 + i);
+      xs[t * n4 + x_swizzle<Fmt::kSwizzleMask>(f)] = __ldg(x4 + t * xs4 + f);
     }
     __syncthreads();
   }
@@ -148,10 +151,8 @@ __device__ __forceinline__ void quant_gemv_block(const float* __restrict__ x,
 #pragma unroll
           for (int q = 0; q < 4; ++q) {
             const int f = f0 + 4 * sub + q;
-            const float4 v =
-                kStageX
-                    ? xs[t * n4 + x_swizzle<Fmt::kSwizzleMask>(f)]
-                    : __ldg(reinterpret_cast<const float4*>(x) + static_cast<int64_t>(t) * n4 + f);
+            const float4 v = kStageX ? xs[t * n4 + x_swizzle<Fmt::kSwizzleMask>(f)]
+                                     : __ldg(reinterpret_cast<const float4*>(x) + t * xs4 + f);
             xv[4 * q + 0] = v.x;
             xv[4 * q + 1] = v.y;
             xv[4 * q + 2] = v.z;
@@ -180,7 +181,8 @@ __device__ __forceinline__ void quant_gemv_block(const float* __restrict__ x,
     for (int t = 0; t < T; ++t)
 #pragma unroll
       for (int r = 0; r < R; ++r)
-        if (lane == ((t * R + r) & 31) && t < rows && o0 + r < out) y[t * out + o0 + r] = acc[t][r];
+        if (lane == ((t * R + r) & 31) && t < rows && o0 + r < out)
+          y[t * y_stride + o0 + r] = acc[t][r];
     return;
   }
 #pragma unroll
@@ -194,16 +196,23 @@ __device__ __forceinline__ void quant_gemv_block(const float* __restrict__ x,
     const int64_t o = (block * groups + g) * R + r;
     float v = 0.0f;
     for (int p = 0; p < ksplit; ++p) v += red[g * ksplit + p][idx];
-    if (t < rows && o < out) y[t * out + o] = v;
+    if (t < rows && o < out) y[t * y_stride + o] = v;
   }
 }
 
+// groups > 1: the block-diagonal (grouped) GEMV, group g of `groups` = output rows
+// [g·out, (g+1)·out) of w times x columns [g·in, (g+1)·in): x [rows, groups·in], y [rows,
+// groups·out]; blocks [g·blocks_per_group, ...) own group g (out % 32 == 0 for FP8's row blocks).
 template <class Fmt, int T, int R, bool kStageX>
 __global__ void __launch_bounds__(kGemvThreads, T == 1 ? 4 : 2)
     quant_gemv_kernel(const float* __restrict__ x, const uint8_t* __restrict__ w,
                       const uint8_t* __restrict__ scale, float* __restrict__ y, int rows,
-                      int64_t out, int64_t in, int ksplit) {
-  quant_gemv_block<Fmt, T, R, kStageX>(x, w, scale, y, rows, out, in, ksplit, blockIdx.x);
+                      int64_t out, int64_t in, int ksplit, int groups, int64_t blocks_per_group) {
+  const int64_t g = blockIdx.x / blocks_per_group, b = blockIdx.x % blocks_per_group;
+  const int64_t row_bytes = in * 16 / Fmt::kElemsPerChunk;
+  quant_gemv_block<Fmt, T, R, kStageX>(x + g * in, w + g * out * row_bytes,
+                                       Fmt::scale_ptr(scale, g * out, 0, in), y + g * out, rows,
+                                       out, in, ksplit, b, groups * in, groups * out);
 }
 
 // Warps that share one row group: doubled while the grid has fewer than 32 warps per SM and each
@@ -229,25 +238,26 @@ constexpr int64_t gemv_stage_limit() {
 
 template <class Fmt, int T, int R>
 cudaError_t launch_quant_gemv(const float* x, const uint8_t* w, const uint8_t* scale, float* y,
-                              int rows, int64_t out, int64_t in, cudaStream_t stream) {
+                              int rows, int64_t out, int64_t in, int groups, cudaStream_t stream) {
   int dev = 0, sms = 0;
   if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
   if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
       e != cudaSuccess)
     return e;
   const int64_t row_groups = (out + R - 1) / R;
-  const int ksplit = gemv_ksplit(row_groups, in / Fmt::kElemsPerChunk, sms);
+  const int ksplit = gemv_ksplit(row_groups * groups, in / Fmt::kElemsPerChunk, sms);
   const int groups_per_block = kGemvWarps / ksplit;
-  const int64_t blocks = (row_groups + groups_per_block - 1) / groups_per_block;
+  const int64_t per_group = (row_groups + groups_per_block - 1) / groups_per_block;
+  const int64_t blocks = per_group * groups;
   if (blocks > 0x7FFFFFFF) return cudaErrorInvalidValue;
   const int64_t x_bytes = int64_t{rows} * in * 4;
   const unsigned grid = static_cast<unsigned>(blocks);
   if (T <= 8 && x_bytes <= gemv_stage_limit<T, R>()) {
-    quant_gemv_kernel<Fmt, T, R, (T <= 8)>
-        <<<grid, kGemvThreads, x_bytes, stream>>>(x, w, scale, y, rows, out, in, ksplit);
+    quant_gemv_kernel<Fmt, T, R, (T <= 8)><<<grid, kGemvThreads, x_bytes, stream>>>(
+        x, w, scale, y, rows, out, in, ksplit, groups, per_group);
   } else {
-    quant_gemv_kernel<Fmt, T, R, false>
-        <<<grid, kGemvThreads, 0, stream>>>(x, w, scale, y, rows, out, in, ksplit);
+    quant_gemv_kernel<Fmt, T, R, false><<<grid, kGemvThreads, 0, stream>>>(
+        x, w, scale, y, rows, out, in, ksplit, groups, per_group);
   }
   return cudaGetLastError();
 }
@@ -259,15 +269,21 @@ cudaError_t launch_quant_gemv(const float* x, const uint8_t* w, const uint8_t* s
 // (4 blocks) for T = 1 with R = 2 (no spills; docs/perf.md has the occupancy measurements).
 template <class Fmt>
 cudaError_t dispatch_quant_gemv(const float* x, const uint8_t* w, const uint8_t* scale, float* y,
-                                int rows, int64_t out, int64_t in, cudaStream_t stream) {
+                                int rows, int64_t out, int64_t in, cudaStream_t stream,
+                                int groups = 1) {
   // Under the 128-register cap of 2 blocks per SM, R = 4 spills (ptxas) for FP4 from T = 2 on
   // (two sub-chunks per chunk) and for FP8 at T = 4; T = 2 FP8 keeps R = 4.
   constexpr int kR2 = Fmt::kSubChunks == 1 ? 4 : 2;
-  if (rows <= 1) return launch_quant_gemv<Fmt, 1, 2>(x, w, scale, y, rows, out, in, stream);
-  if (rows <= 2) return launch_quant_gemv<Fmt, 2, kR2>(x, w, scale, y, rows, out, in, stream);
-  if (rows <= 4) return launch_quant_gemv<Fmt, 4, 2>(x, w, scale, y, rows, out, in, stream);
-  if (rows <= 8) return launch_quant_gemv<Fmt, 8, 2>(x, w, scale, y, rows, out, in, stream);
-  return launch_quant_gemv<Fmt, 16, 2>(x, w, scale, y, rows, out, in, stream);
+  auto run = [&](auto t, auto r) {
+    return launch_quant_gemv<Fmt, decltype(t)::value, decltype(r)::value>(x, w, scale, y, rows, out,
+                                                                          in, groups, stream);
+  };
+  using std::integral_constant;
+  if (rows <= 1) return run(integral_constant<int, 1>{}, integral_constant<int, 2>{});
+  if (rows <= 2) return run(integral_constant<int, 2>{}, integral_constant<int, kR2>{});
+  if (rows <= 4) return run(integral_constant<int, 4>{}, integral_constant<int, 2>{});
+  if (rows <= 8) return run(integral_constant<int, 8>{}, integral_constant<int, 2>{});
+  return run(integral_constant<int, 16>{}, integral_constant<int, 2>{});
 }
 
 // Shape and alignment rules shared by both formats; false -> cudaErrorInvalidValue. (in <= 2^28

@@ -5,8 +5,8 @@
 //   pre, post = sigmoids of m·scale + base; comb = Sinkhorn(m·scale2 + base) (20 iterations).
 // Two kernels: hc_project (one block per (token, row r): the fp64 dot product and the fp64 sum
 // of squares, reduced in a fixed order) writes m_r into the output slot it belongs to (pre,
-// post or comb: exactly (2+hc)·hc floats per token), then hc_finish (one warp per token)
-// applies the reference's fp32 op sequence in place. Products and sums use __fmul_rn /
+// post or comb: exactly (2+hc)·hc floats per token), then hc_finish / hc_finish_small (one warp
+// per token) applies the reference's fp32 op sequence in place. Products and sums use __fmul_rn /
 // __fadd_rn so nvcc cannot fuse them; exp goes through fp64 and is rounded to fp32 (within a
 // rounding of glibc expf, which is what the reference calls).
 #include "dsv41k/mhc.hpp"
@@ -138,6 +138,56 @@ __global__ void __launch_bounds__(32 * kFinishWarps)
   for (int e = lane; e < n; e += 32) c[e] = l[e];
 }
 
+// hc·hc <= 32 (the released hc = 4): lane e owns comb entry e in a register and reads the row /
+// column it sums with shuffles, in the reference's index order, so each lane computes the same
+// values as hc_finish. Each normalisation is hc shuffles + adds and one division on the critical
+// path: hc_finish's shared-memory round trips, dynamically indexed (local-memory) v[] and integer
+// divisions per pass cost ~30 us per site at hc 4 (ncu, H200); this takes a few.
+constexpr int kSmallEntries = 32;
+
+__global__ void __launch_bounds__(32 * kFinishWarps)
+    hc_finish_small(const float* __restrict__ base, const float* __restrict__ scale, float* pre,
+                    float* post, float* comb, int64_t T, int hc, int iters, float hc_eps) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * kFinishWarps + warp;
+  if (t >= T) return;  // whole warps leave: every shuffle below has all 32 lanes
+  float* p = pre + t * hc;
+  float* q = post + t * hc;
+  float* c = comb + t * hc * hc;
+  const int n = hc * hc;
+  if (lane < hc) {
+    p[lane] = __fadd_rn(sigmoid_f32(__fadd_rn(__fmul_rn(p[lane], scale[0]), base[lane])), hc_eps);
+  } else if (lane < 2 * hc) {
+    const int j = lane - hc;
+    q[j] = __fmul_rn(2.0f, sigmoid_f32(__fadd_rn(__fmul_rn(q[j], scale[1]), base[hc + j])));
+  }
+  const bool own = lane < n;
+  // Lanes >= n compute throw-away values (their sources may be any lane).
+  const int row0 = (lane / hc) * hc, col = lane % hc;
+  float v = own ? __fadd_rn(__fmul_rn(c[lane], scale[2]), base[2 * hc + lane]) : 0.0f;
+  // Row softmax + eps: the row max as std::max in order, exp, the row sum in order.
+  float mx = __shfl_sync(0xFFFFFFFFu, v, row0);
+  for (int m = 1; m < hc; ++m) {
+    const float o = __shfl_sync(0xFFFFFFFFu, v, row0 + m);
+    mx = mx < o ? o : mx;
+  }
+  v = exp_f32(__fadd_rn(v, -mx));
+  float sum = 0.0f;
+  for (int m = 0; m < hc; ++m) sum = __fadd_rn(sum, __shfl_sync(0xFFFFFFFFu, v, row0 + m));
+  v = __fadd_rn(__fdiv_rn(v, sum), hc_eps);
+  for (int it = 0; it < iters; ++it) {
+    for (int pass = it > 0 ? 0 : 1; pass < 2; ++pass) {  // 0 = rows, 1 = columns
+      sum = 0.0f;
+      for (int m = 0; m < hc; ++m) {
+        const int src = pass == 0 ? row0 + m : m * hc + col;
+        sum = __fadd_rn(sum, __shfl_sync(0xFFFFFFFFu, v, src));
+      }
+      v = __fdiv_rn(v, __fadd_rn(sum, hc_eps));
+    }
+  }
+  if (own) c[lane] = v;
+}
+
 }  // namespace
 
 cudaError_t hc_mixes(const float* H, const float* fn, const float* base, const float* scale,
@@ -154,8 +204,14 @@ cudaError_t hc_mixes(const float* H, const float* fn, const float* base, const f
                                                                           hc, hc * D, norm_eps);
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
-  hc_finish<<<static_cast<unsigned>((T + kFinishWarps - 1) / kFinishWarps), 32 * kFinishWarps, 0,
-              stream>>>(base, scale, pre, post, comb, T, hc, sinkhorn_iters, hc_eps);
+  const unsigned blocks = static_cast<unsigned>((T + kFinishWarps - 1) / kFinishWarps);
+  if (hc * hc <= kSmallEntries) {
+    hc_finish_small<<<blocks, 32 * kFinishWarps, 0, stream>>>(base, scale, pre, post, comb, T, hc,
+                                                              sinkhorn_iters, hc_eps);
+  } else {
+    hc_finish<<<blocks, 32 * kFinishWarps, 0, stream>>>(base, scale, pre, post, comb, T, hc,
+                                                        sinkhorn_iters, hc_eps);
+  }
   return cudaGetLastError();
 }
 

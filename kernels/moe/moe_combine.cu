@@ -1,22 +1,25 @@
 // Weighted combine of the routed experts with the shared expert (spec model-architecture.md §4,
 // CPU reference model/moe.cpp moe_forward): routed[t] starts at 0.0f and gets each expert's row
-// added in ascending expert order (the CPU loops experts outermost), then y = routed + shared. One
-// block per token: thread 0 orders the token's local slots by expert id (stable insertion sort of
-// <= k entries), then each thread sums its columns in that order with IEEE adds. No atomics.
+// added in ascending expert order (the CPU loops experts outermost), then y = routed + shared.
+// Blocks of (token, 128 columns): thread 0 orders the token's local slots by expert id (stable
+// insertion sort of <= k entries), then each thread sums its column in that order with IEEE adds.
+// No atomics. (One block per token left a 1-row decode step with one block of 20 dependent
+// column iterations: 43 us under ncu on the H200, against a few us over 40 blocks.)
 #include "dsv41k/moe.hpp"
 
 namespace dsv41::kernels {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 128;
 
 __global__ void __launch_bounds__(kThreads)
     combine_kernel(const float* __restrict__ ys, const int32_t* __restrict__ ids,
-                   const int32_t* __restrict__ inv, const float* shared, float* y, int k,
-                   int64_t D) {
+                   const int32_t* __restrict__ inv, const float* shared, float* y, int k, int64_t D,
+                   int64_t col_blocks) {
   __shared__ int slot[kMoeMaxTopK];
   __shared__ int n_local;
-  const int64_t t = blockIdx.x;
+  const int64_t t = blockIdx.x / col_blocks;
+  const int64_t d = (blockIdx.x % col_blocks) * kThreads + threadIdx.x;
   if (threadIdx.x == 0) {
     int key[kMoeMaxTopK];
     int n = 0;
@@ -36,11 +39,18 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   const int n = n_local;
-  for (int64_t d = threadIdx.x; d < D; d += kThreads) {
-    float acc = 0.0f;
-    for (int j = 0; j < n; ++j) acc = __fadd_rn(acc, ys[static_cast<int64_t>(slot[j]) * D + d]);
-    y[t * D + d] = shared ? __fadd_rn(acc, shared[t * D + d]) : acc;
+  if (d >= D) return;
+  float acc = 0.0f;
+  for (int j0 = 0; j0 < n; j0 += 8) {  // 8 loads in flight before their ordered adds
+    float v[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      v[j] = j0 + j < n ? ys[static_cast<int64_t>(slot[j0 + j]) * D + d] : 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      if (j0 + j < n) acc = __fadd_rn(acc, v[j]);
   }
+  y[t * D + d] = shared ? __fadd_rn(acc, shared[t * D + d]) : acc;
 }
 
 }  // namespace
@@ -51,8 +61,11 @@ cudaError_t moe_combine(const float* ys, const int32_t* ids, const int32_t* inv,
   if (ys == nullptr || ids == nullptr || inv == nullptr || y == nullptr || T < 0 || k < 1 ||
       k > kMoeMaxTopK || D < 1 || T > 0x7FFFFFFF || static_cast<const void*>(ys) == y)
     return cudaErrorInvalidValue;
+  const int64_t col_blocks = (D + kThreads - 1) / kThreads;
+  if (T > 0x7FFFFFFF / col_blocks) return cudaErrorInvalidValue;
   if (T == 0) return cudaSuccess;
-  combine_kernel<<<static_cast<unsigned>(T), kThreads, 0, stream>>>(ys, ids, inv, shared, y, k, D);
+  combine_kernel<<<static_cast<unsigned>(T * col_blocks), kThreads, 0, stream>>>(
+      ys, ids, inv, shared, y, k, D, col_blocks);
   return cudaGetLastError();
 }
 

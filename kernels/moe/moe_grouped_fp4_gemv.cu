@@ -26,7 +26,7 @@ __global__ void __launch_bounds__(kGemvThreads, 4)
   if (rows <= 0) return;  // uniform over the block
   detail::quant_gemv_block<Fp4Row32, T, R, kStageX>(
       x + static_cast<int64_t>(d.x_row) * in, d.w, d.scale, y + static_cast<int64_t>(d.y_row) * out,
-      rows, out, in, ksplit, blockIdx.x);
+      rows, out, in, ksplit, blockIdx.x, in, out);
 }
 
 // Body of a descriptor with `rows` rows: the smallest instance t >= rows, x staged when t <=
@@ -39,10 +39,10 @@ __device__ __forceinline__ void grouped_body(const MoeGemvDesc& d, const float* 
   float* yd = y + static_cast<int64_t>(d.y_row) * out;
   if (t <= 8 && t <= stage_rows)
     detail::quant_gemv_block<Fp4Row32, t, 2, (t <= 8)>(xd, d.w, d.scale, yd, rows, out, in, ksplit,
-                                                       blockIdx.x);
+                                                       blockIdx.x, in, out);
   else
     detail::quant_gemv_block<Fp4Row32, t, 2, false>(xd, d.w, d.scale, yd, rows, out, in, ksplit,
-                                                    blockIdx.x);
+                                                    blockIdx.x, in, out);
 }
 
 // Several rows per bucket possible: the instance is picked per descriptor from its own rows

@@ -1,4 +1,5 @@
 // [kernel] fp8_block_gemv vs Linear (FP8 e4m3 + 32x32 E8M0 blocks) at tiny and model shapes.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "kernel/gemv_case.hpp"
@@ -16,7 +17,74 @@ void run_fp8(int64_t out, int64_t in) {
   check_gemv(false, &kernels::fp8_block_gemv, out, in, kRows, w, s, seed);
 }
 
+// fp8_block_gemv_grouped against one Linear per group (the group's 32-row-aligned slice of the
+// weight and of its scale rows, times the group's slice of x).
+void run_fp8_grouped(int groups, int64_t out, int64_t in, const std::vector<int>& row_counts) {
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 rng(seed);
+  const int64_t scale_cols = (in + 31) / 32;
+  const auto w = random_e4m3(static_cast<size_t>(groups * out * in), rng);
+  const auto s = random_e8m0(static_cast<size_t>(((groups * out + 31) / 32) * scale_cols), rng);
+  cuda::CudaStream stream;
+  cuda::DeviceBuffer dw(w.size()), ds(s.size());
+  dw.upload(std::span<const uint8_t>(w));
+  ds.upload(std::span<const uint8_t>(s));
+  for (int rows : row_counts) {
+    const std::vector<float> x = random_normal(static_cast<size_t>(rows) * groups * in, rng);
+    cuda::DeviceBuffer dx(x.size() * 4), dy(static_cast<size_t>(rows) * groups * out * 4);
+    dx.upload(std::span<const float>(x));
+    dy.fill_bytes(0xFF);  // NaN: an unwritten output fails the comparison
+    DSV41_CUDA_CHECK(kernels::fp8_block_gemv_grouped(dx.as<float>(), dw.as<uint8_t>(),
+                                                     ds.as<uint8_t>(), dy.as<float>(), rows, groups,
+                                                     out, in, stream.get()));
+    stream.synchronize();
+    std::vector<float> got_all(static_cast<size_t>(rows) * groups * out);
+    dy.download(std::span<float>(got_all));
+    for (int g = 0; g < groups; ++g) {
+      const std::vector<uint8_t> wg(w.begin() + g * out * in, w.begin() + (g + 1) * out * in);
+      const int64_t s0 = (g * out / 32) * scale_cols, s1 = s0 + ((out + 31) / 32) * scale_cols;
+      const std::vector<uint8_t> sg(s.begin() + s0, s.begin() + s1);
+      std::vector<float> xg(static_cast<size_t>(rows) * in), got(static_cast<size_t>(rows) * out);
+      for (int t = 0; t < rows; ++t) {
+        std::copy_n(x.begin() + (t * groups + g) * in, in, xg.begin() + t * in);
+        std::copy_n(got_all.begin() + (t * groups + g) * out, out, got.begin() + t * out);
+      }
+      const GemvReference ref = gemv_reference(false, wg, sg, xg, rows, out, in);
+      std::vector<double> tol(ref.abs_dot.size());
+      for (size_t i = 0; i < tol.size(); ++i) tol[i] = kGemvTolPerAbsDot * ref.abs_dot[i] + 1e-30;
+      require_match(fmt::format("fp8 grouped: group {} of {}, out {} in {} rows {} seed {:#x}", g,
+                                groups, out, in, rows, seed),
+                    got, ref.y, tol, kGemvMaxNmse);
+    }
+  }
+}
+
 }  // namespace
+
+TEST_CASE("fp8_block_gemv_grouped matches one Linear per group", "[kernel][linear]") {
+  if (skip_without_gpu()) return;
+  run_fp8_grouped(1, 37, 96, kRows);  // groups 1 = fp8_block_gemv (any out)
+  run_fp8_grouped(3, 32, 48, kRows);
+  run_fp8_grouped(2, 64, 1040, kRows);
+  run_fp8_grouped(8, 1024, 4096, {1, 2, 7, 16});  // attn.wo_a: 8 groups of 1024 x 4096
+}
+
+TEST_CASE("fp8_block_gemv_grouped rejects unsupported arguments", "[kernel][linear]") {
+  if (skip_without_gpu()) return;
+  cuda::DeviceBuffer x(2 * 128 * 4), w(128 * 64), s(8), y(2 * 128 * 4);
+  const auto call = [&](int rows, int groups, int64_t out, int64_t in) {
+    return kernels::fp8_block_gemv_grouped(x.as<float>(), w.as<uint8_t>(), s.as<uint8_t>(),
+                                           y.as<float>(), rows, groups, out, in, nullptr);
+  };
+  CHECK(call(1, 0, 32, 64) == cudaErrorInvalidValue);   // no groups
+  CHECK(call(1, 2, 40, 64) == cudaErrorInvalidValue);   // a group would start mid scale block
+  CHECK(call(1, 2, 32, 40) == cudaErrorInvalidValue);   // in % 16
+  CHECK(call(17, 2, 32, 64) == cudaErrorInvalidValue);  // rows
+  CHECK(call(1, 1 << 20, 32, 1 << 10) == cudaErrorInvalidValue);  // groups · in > 2^28
+  CHECK(call(1, 1, 40, 64) == cudaSuccess);                       // one group: any out
+  CHECK(call(2, 2, 32, 64) == cudaSuccess);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+}
 
 TEST_CASE("fp8_block_gemv matches Linear at tiny shapes", "[kernel][linear]") {
   if (skip_without_gpu()) return;

@@ -213,6 +213,120 @@ TEST_CASE("moe_swiglu matches swiglu_activate", "[kernel][moe]") {
   }
 }
 
+namespace {
+
+// The descriptor list of one table as the reference loops build it: experts ascending, each
+// bucket cut into tiles of <= tile rows, then rows-0 entries up to capacity.
+std::vector<kernels::MoeGemvDesc> serial_tiles(const std::vector<int32_t>& counts,
+                                               const std::vector<int32_t>& offsets,
+                                               const kernels::MoeTileSet& set,
+                                               const std::vector<const uint8_t*>& w,
+                                               const std::vector<const uint8_t*>& sc, int tile,
+                                               int64_t capacity) {
+  std::vector<kernels::MoeGemvDesc> d;
+  for (size_t e = 0; e < counts.size(); ++e)
+    for (int r0 = 0; r0 < counts[e] && static_cast<int64_t>(d.size()) < capacity; r0 += tile)
+      d.push_back({w[e], sc[e], offsets[e] + r0, offsets[e] + r0 + set.y_row_shift,
+                   std::min(tile, counts[e] - r0)});
+  while (static_cast<int64_t>(d.size()) < capacity) d.push_back({nullptr, nullptr, 0, 0, 0});
+  return d;
+}
+
+void run_tile_sets(int n_local, int tile, int n_sets, int64_t capacity_delta, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> cnt(0, 3 * tile), zero(0, 3);
+  std::vector<int32_t> counts(n_local), offsets(n_local + 1, 0);
+  int64_t tiles = 0;
+  for (int e = 0; e < n_local; ++e) {
+    counts[e] = zero(rng) == 0 ? 0 : cnt(rng);  // a quarter empty buckets
+    offsets[e + 1] = offsets[e] + counts[e];
+    tiles += (counts[e] + tile - 1) / tile;
+  }
+  const int64_t capacity = std::max<int64_t>(1, tiles + capacity_delta);
+  // Pointer tables: distinct fake addresses per (set, expert); the kernel only copies them.
+  std::vector<std::vector<const uint8_t*>> w(n_sets), sc(n_sets);
+  std::vector<cuda::DeviceBuffer> dw, dsc, ddesc;
+  cuda::DeviceBuffer dcounts(counts.size() * 4), doffsets(offsets.size() * 4);
+  dcounts.upload(std::span<const int32_t>(counts));
+  doffsets.upload(std::span<const int32_t>(offsets));
+  std::vector<kernels::MoeTileSet> sets(n_sets);
+  for (int i = 0; i < n_sets; ++i) {
+    for (int e = 0; e < n_local; ++e) {
+      w[i].push_back(reinterpret_cast<const uint8_t*>(uintptr_t{0x100000} * (i + 1) + 64 * e));
+      sc[i].push_back(reinterpret_cast<const uint8_t*>(uintptr_t{0x900000} * (i + 1) + 16 * e));
+    }
+    dw.emplace_back(n_local * sizeof(void*));
+    dsc.emplace_back(n_local * sizeof(void*));
+    dw.back().upload(std::span<const uint8_t* const>(w[i]));
+    dsc.back().upload(std::span<const uint8_t* const>(sc[i]));
+    ddesc.emplace_back(capacity * sizeof(kernels::MoeGemvDesc));
+    ddesc.back().fill_bytes(0xA5);
+    sets[i] = {dw.back().as<const uint8_t* const>(), dsc.back().as<const uint8_t* const>(),
+               static_cast<int32_t>(1000 * i), ddesc.back().as<kernels::MoeGemvDesc>()};
+  }
+  cuda::CudaStream stream;
+  DSV41_CUDA_CHECK(kernels::moe_expert_tile_sets(dcounts.as<int32_t>(), doffsets.as<int32_t>(),
+                                                 n_local, sets.data(), n_sets, tile, capacity,
+                                                 stream.get()));
+  stream.synchronize();
+  for (int i = 0; i < n_sets; ++i) {
+    const auto want = serial_tiles(counts, offsets, sets[i], w[i], sc[i], tile, capacity);
+    const auto got = download<kernels::MoeGemvDesc>(ddesc[i], static_cast<size_t>(capacity));
+    for (int64_t j = 0; j < capacity; ++j) {
+      const auto& a = got[j];
+      const auto& b = want[j];
+      if (a.w != b.w || a.scale != b.scale || a.x_row != b.x_row || a.y_row != b.y_row ||
+          a.rows != b.rows)
+        FAIL(
+            fmt::format("tile sets n_local {} tile {} set {} of {} capacity {} ({} tiles) seed "
+                        "{:#x}: desc {} = (w {}, scale {}, x_row {}, y_row {}, rows {}), want "
+                        "(w {}, scale {}, x_row {}, y_row {}, rows {})",
+                        n_local, tile, i, n_sets, capacity, tiles, seed, j, (const void*)a.w,
+                        (const void*)a.scale, a.x_row, a.y_row, a.rows, (const void*)b.w,
+                        (const void*)b.scale, b.x_row, b.y_row, b.rows));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("moe_expert_tile_sets writes the descriptors of the serial loops", "[kernel][moe]") {
+  if (skip_without_gpu()) return;
+  const uint64_t seed = fresh_seed();
+  for (int n_local : {1, 6, 32, 33, 384, 1024})
+    for (int tile : {16, 64})
+      for (int64_t delta : {int64_t{0}, int64_t{5}, int64_t{-3}}) {  // exact, spare, truncated
+        CAPTURE(n_local, tile, delta);
+        run_tile_sets(n_local, tile, n_local == 384 ? 3 : 1, delta,
+                      seed + static_cast<uint64_t>(n_local * 131 + tile + delta));
+      }
+  run_tile_sets(384, 16, kernels::kMoeMaxTileSets, 0, seed ^ 0x5555);
+}
+
+TEST_CASE("moe_expert_tile_sets rejects unsupported arguments", "[kernel][moe]") {
+  if (skip_without_gpu()) return;
+  cuda::DeviceBuffer f(4096);
+  f.fill_bytes(0);  // counts 0, null pointer tables (only copied)
+  const auto* tab = f.as<const uint8_t* const>();
+  const auto* c = f.as<int32_t>();
+  auto* desc = reinterpret_cast<kernels::MoeGemvDesc*>(f.as<uint8_t>() + 1024);
+  kernels::MoeTileSet sets[kernels::kMoeMaxTileSets + 1];
+  for (auto& s : sets) s = {tab, tab, 0, desc};
+  using kernels::moe_expert_tile_sets;
+  CHECK(moe_expert_tile_sets(c, c, 4, sets, 1, 16, 4, nullptr) == cudaSuccess);
+  CHECK(moe_expert_tile_sets(c, c, 4, sets, 0, 16, 4, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_expert_tile_sets(c, c, 4, sets, kernels::kMoeMaxTileSets + 1, 16, 4, nullptr) ==
+        cudaErrorInvalidValue);
+  CHECK(moe_expert_tile_sets(c, c, 4, nullptr, 1, 16, 4, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_expert_tile_sets(c, c, 4, sets, 1, 0, 4, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_expert_tile_sets(c, c, 4, sets, 1, 16, 0, nullptr) == cudaErrorInvalidValue);
+  sets[1].desc = nullptr;
+  CHECK(moe_expert_tile_sets(c, c, 4, sets, 2, 16, 4, nullptr) == cudaErrorInvalidValue);
+  sets[1] = {tab, tab, -1, desc};
+  CHECK(moe_expert_tile_sets(c, c, 4, sets, 2, 16, 4, nullptr) == cudaErrorInvalidValue);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+}
+
 TEST_CASE("moe permute/gather/swiglu/combine/descriptors reject unsupported arguments",
           "[kernel][moe]") {
   if (skip_without_gpu()) return;

@@ -22,6 +22,17 @@ inline constexpr int kGemvMaxRows = 16;
 cudaError_t fp8_block_gemv(const float* x, const uint8_t* w, const uint8_t* scale, float* y,
                            int rows, int64_t out, int64_t in, cudaStream_t stream);
 
+// Block-diagonal (grouped) form, one launch for `groups` independent products of one weight
+// tensor (the grouped low-rank output projection wo_a, spec §2.2 step 7):
+//   y[t, g·out + o] = Σ_i W[g·out + o, i] · x[t, g·in + i]     g < groups, o < out, i < in
+//   w  F8_E4M3 [groups·out, in], scale as above for groups·out rows; x [rows, groups·in],
+//   y [rows, groups·out]. Each group sums exactly as fp8_block_gemv on its slice would when
+// both calls pick the same k split. Needs the fp8_block_gemv rules, groups >= 1, out % 32 == 0
+// when groups > 1 (a group starts on a scale row block) and groups·in <= 2^28.
+cudaError_t fp8_block_gemv_grouped(const float* x, const uint8_t* w, const uint8_t* scale, float* y,
+                                   int rows, int groups, int64_t out, int64_t in,
+                                   cudaStream_t stream);
+
 // Same product for the released routed-expert format:
 //   w      I8 [out, in/2], two E2M1 codes per byte, even column = low nibble
 //   scale  F8_E8M0 [out, in/32]: W[r, c] = e2m1(code) · 2^(scale[r, c/32] - 127)

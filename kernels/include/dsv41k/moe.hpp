@@ -98,6 +98,23 @@ cudaError_t moe_expert_tiles(const int32_t* counts, const int32_t* offsets, int 
                              int32_t y_row_shift, int tile_rows, MoeGemvDesc* desc,
                              int64_t capacity, cudaStream_t stream);
 
+// One descriptor table of moe_expert_tile_sets: the per-expert pointer tables, the y row shift and
+// the output array [capacity].
+struct MoeTileSet {
+  const uint8_t* const* w_table;
+  const uint8_t* const* scale_table;
+  int32_t y_row_shift;
+  MoeGemvDesc* desc;
+};
+inline constexpr int kMoeMaxTileSets = 4;
+
+// moe_expert_tiles for n_sets (1..kMoeMaxTileSets) tables of the same permutation in one launch
+// (sets: a host array, read before the call returns), e.g. w1, w3 and w2 of a layer. Each set's
+// desc gets exactly what moe_expert_tiles would write; the sets may share w_table but not desc.
+cudaError_t moe_expert_tile_sets(const int32_t* counts, const int32_t* offsets, int n_local,
+                                 const MoeTileSet* sets, int n_sets, int tile_rows,
+                                 int64_t capacity, cudaStream_t stream);
+
 // Rows per descriptor of moe_grouped_fp4_gemm (its activation tile).
 inline constexpr int kMoeGemmTileRows = 64;
 

@@ -95,6 +95,19 @@ void DeviceLinear::gemv(const float* x, int64_t rows, float* y, cudaStream_t str
   gemv_rows(x, rows, 0, out_, y, stream);
 }
 
+bool DeviceLinear::gemv_grouped(const float* x, int64_t rows, int64_t groups, float* y,
+                                cudaStream_t stream) const {
+  if (format_ != WeightFormat::kFp8Block || rows < 1 || rows > kernels::kGemvMaxRows ||
+      groups < 1 || out_ % groups != 0 || (out_ / groups) % block_rows_ != 0 || groups > 0x7FFFFFFF)
+    return false;
+  const cudaError_t e = kernels::fp8_block_gemv_grouped(
+      x, w_.as<uint8_t>(), scale_.as<uint8_t>(), y, static_cast<int>(rows),
+      static_cast<int>(groups), out_ / groups, in_, stream);
+  DSV41_CHECK(e == cudaSuccess, kInternal, "{}: grouped GEMV of {} rows x {} groups: {}", name_,
+              rows, groups, cudaGetErrorString(e));
+  return true;
+}
+
 void DeviceLinear::gemv_rows(const float* x, int64_t rows, int64_t r0, int64_t r1, float* y,
                              cudaStream_t stream) const {
   DSV41_CHECK(0 <= r0 && r0 < r1 && r1 <= out_, kInternal, "{}: rows [{}, {}) outside [0, {})",

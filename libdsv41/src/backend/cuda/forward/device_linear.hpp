@@ -42,6 +42,11 @@ class DeviceLinear {
   // scale block; FP4 / dense any range.
   void gemv_rows(const float* x, int64_t rows, int64_t r0, int64_t r1, float* y,
                  cudaStream_t stream) const;
+  // The block-diagonal product of `groups` equal row groups in one launch (fp8_block_gemv_grouped:
+  // x [rows, groups·in], y [rows, out]), when the weight is FP8 block, rows <= 16 and each group
+  // starts on a scale block; false (nothing launched) otherwise, so the caller runs the groups.
+  bool gemv_grouped(const float* x, int64_t rows, int64_t groups, float* y,
+                    cudaStream_t stream) const;
 
   WeightFormat format() const { return format_; }
   int64_t out_features() const { return out_; }

@@ -94,7 +94,7 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   float* xs = ws.xs.as<float>();
   float* ys = ws.ys.as<float>();
   float* g = ws.g.as<float>();
-  float* gu = ws.gu.as<float>();
+  float* gu = g + ws.slots * inter_;  // the up rows: y_row_shift = slots in their descriptors
   gate_.gemv(xn, T, logits, s);
   check_launch(kernels::moe_route(logits, bias_.as<float>(), bias_vl_.as<float>(), flags, ids, rw,
                                   nullptr, T, E, k, shape_.gate_temp, shape_.norm_topk_prob,
@@ -106,45 +106,40 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   profile_mark(prof, "moe gate+route", s);
   const int32_t* n_slots = offsets + E;
   check_launch(kernels::moe_gather(xn, slot_token, n_slots, xs, T * k, D, s), l, "moe_gather");
-  auto* dg = ws.desc_gate.as<kernels::MoeGemvDesc>();
-  auto* du = ws.desc_up.as<kernels::MoeGemvDesc>();
+  auto* dgu = ws.desc_gate_up.as<kernels::MoeGemvDesc>();
   auto* dd = ws.desc_down.as<kernels::MoeGemvDesc>();
   // Descriptors for this call's T (not the workspace's max_chunk): empty ones still cost a launch
   // slot per block row. Prefill chunks (T > 16) take 64-row tiles and the tensor-core GEMM.
   const bool gemm = T > kernels::kMoeGemvMaxRows;
   const int tile = gemm ? kernels::kMoeGemmTileRows : kernels::kMoeGemvMaxRows;
   const int64_t cap = kernels::moe_tile_capacity(T, k, E, tile);
-  DSV41_CHECK(cap <= ws.desc_capacity, kInternal,
-              "layer {}: {} MoE descriptors exceed the {} of "
-              "the workspace",
-              l, cap, ws.desc_capacity);
+  DSV41_CHECK(cap <= ws.desc_capacity && ws.slots <= 0x7FFFFFFF, kInternal,
+              "layer {}: {} MoE descriptors exceed the {} of the workspace", l, cap,
+              ws.desc_capacity);
   auto table = [](const DeviceBuffer& b) { return b.as<const uint8_t* const>(); };
-  check_launch(kernels::moe_expert_tiles(counts, offsets, E, table(w1_table_), table(w1_scales_), 0,
-                                         tile, dg, cap, s),
-               l, "moe_expert_tiles w1");
-  check_launch(kernels::moe_expert_tiles(counts, offsets, E, table(w3_table_), table(w3_scales_), 0,
-                                         tile, du, cap, s),
-               l, "moe_expert_tiles w3");
-  check_launch(kernels::moe_expert_tiles(counts, offsets, E, table(w2_table_), table(w2_scales_), 0,
-                                         tile, dd, cap, s),
-               l, "moe_expert_tiles w2");
+  // w1 then w3 in one array (one grouped launch for gate and up), w2 apart (it reads g).
+  const kernels::MoeTileSet sets[3] = {
+      {table(w1_table_), table(w1_scales_), 0, dgu},
+      {table(w3_table_), table(w3_scales_), static_cast<int32_t>(ws.slots), dgu + cap},
+      {table(w2_table_), table(w2_scales_), 0, dd}};
+  check_launch(kernels::moe_expert_tile_sets(counts, offsets, E, sets, 3, tile, cap, s), l,
+               "moe_expert_tile_sets");
   profile_mark(prof, "moe permute+descriptors", s);
   // A bucket holds each token at most once, so no descriptor has more than T rows.
   const int max_rows = static_cast<int>(std::min<int64_t>(T, kernels::kMoeGemvMaxRows));
   const int n_desc = static_cast<int>(cap);
-  auto grouped = [&](const kernels::MoeGemvDesc* d, const float* in_rows, float* out_rows,
+  auto grouped = [&](const kernels::MoeGemvDesc* d, int n, const float* in_rows, float* out_rows,
                      int64_t out, int64_t in, const char* what) {
-    check_launch(
-        gemm ? kernels::moe_grouped_fp4_gemm(d, n_desc, in_rows, out_rows, out, in, s)
-             : kernels::moe_grouped_fp4_gemv(d, n_desc, max_rows, in_rows, out_rows, out, in, s),
-        l, what);
+    check_launch(gemm
+                     ? kernels::moe_grouped_fp4_gemm(d, n, in_rows, out_rows, out, in, s)
+                     : kernels::moe_grouped_fp4_gemv(d, n, max_rows, in_rows, out_rows, out, in, s),
+                 l, what);
   };
-  grouped(dg, xs, g, inter_, D, "grouped expert w1");
-  grouped(du, xs, gu, inter_, D, "grouped expert w3");
+  grouped(dgu, 2 * n_desc, xs, g, inter_, D, "grouped expert w1+w3");
   check_launch(
       kernels::moe_swiglu(g, gu, slot_weight, n_slots, T * k, inter_, shape_.swiglu_limit, s), l,
       "moe_swiglu");
-  grouped(dd, g, ys, D, inter_, "grouped expert w2");
+  grouped(dd, n_desc, g, ys, D, inter_, "grouped expert w2");
   profile_mark(prof, "moe routed experts", s);
   // Shared expert, weight 1.
   float* sg = ws.shared_g.as<float>();

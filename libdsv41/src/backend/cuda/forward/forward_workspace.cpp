@@ -86,12 +86,11 @@ ForwardWorkspace::ForwardWorkspace(const ModelConfig& cfg, int C, int64_t max_co
   slot_weight = f32(S);
   xs = f32(S * D);
   ys = f32(S * D);
-  g = f32(S * t.moe_intermediate_size);
-  gu = f32(S * t.moe_intermediate_size);
+  slots = S;
+  g = f32(2 * S * t.moe_intermediate_size);
   desc_capacity = kernels::moe_descriptor_capacity(C, static_cast<int>(k), static_cast<int>(E));
   const size_t dbytes = static_cast<size_t>(desc_capacity) * sizeof(kernels::MoeGemvDesc);
-  desc_gate = DeviceBuffer(dbytes);
-  desc_up = DeviceBuffer(dbytes);
+  desc_gate_up = DeviceBuffer(2 * dbytes);
   desc_down = DeviceBuffer(dbytes);
   const int64_t shared_inter = int64_t{t.n_shared_experts} * t.moe_intermediate_size;
   shared_g = f32(C * std::max<int64_t>(1, shared_inter));
@@ -109,15 +108,16 @@ ForwardWorkspace::ForwardWorkspace(const ModelConfig& cfg, int C, int64_t max_co
 
 uint64_t ForwardWorkspace::device_bytes() const {
   uint64_t b = 0;
-  for (const DeviceBuffer* p :
-       {&H,           &Hmid,       &pre_init, &pre_a,     &post_a,  &comb_a,    &pre_f,
-        &post_f,      &comb_f,     &x,        &xn,        &y,       &qr,        &q,
-        &o,           &attn_part,  &kv,       &kv_packed, &u,       &zg,        &z,
-        &stage_kv,    &stage_gate, &latent,   &index_k,   &index_q, &index_w,   &scores,
-        &logits_e,    &route_ids,  &route_w,  &inv,       &counts,  &offsets,   &slot_token,
-        &slot_weight, &xs,         &ys,       &g,         &gu,      &desc_gate, &desc_up,
-        &desc_down,   &shared_g,   &shared_u, &shared_y,  &ids,     &flags,     &hash_ids,
-        &engram_e,    &engram_kv,  &logits})
+  for (const DeviceBuffer* p : {&H,           &Hmid,     &pre_init,   &pre_a,     &post_a,
+                                &comb_a,      &pre_f,    &post_f,     &comb_f,    &x,
+                                &xn,          &y,        &qr,         &q,         &o,
+                                &attn_part,   &kv,       &kv_packed,  &u,         &zg,
+                                &z,           &stage_kv, &stage_gate, &latent,    &index_k,
+                                &index_q,     &index_w,  &scores,     &logits_e,  &route_ids,
+                                &route_w,     &inv,      &counts,     &offsets,   &slot_token,
+                                &slot_weight, &xs,       &ys,         &g,         &desc_gate_up,
+                                &desc_down,   &shared_g, &shared_u,   &shared_y,  &ids,
+                                &flags,       &hash_ids, &engram_e,   &engram_kv, &logits})
     b += p->bytes();
   for (const auto& [l, buf] : selection) b += buf.bytes();
   for (const auto& [l, buf] : candidates) b += buf.bytes();

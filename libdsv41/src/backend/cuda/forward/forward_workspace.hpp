@@ -47,13 +47,14 @@ struct ForwardWorkspace {
   std::map<int, DeviceBuffer> selection;
   std::map<int, DeviceBuffer> candidates;
   // MoE (§4), S = C · top_k slots.
-  DeviceBuffer logits_e;                       // [C, E]
-  DeviceBuffer route_ids, route_w, inv;        // [C, k]
-  DeviceBuffer counts, offsets;                // [E], [E + 1]
-  DeviceBuffer slot_token, slot_weight;        // [S]
-  DeviceBuffer xs, ys;                         // [S, D]
-  DeviceBuffer g, gu;                          // [S, inter]
-  DeviceBuffer desc_gate, desc_up, desc_down;  // [moe_descriptor_capacity] MoeGemvDesc
+  DeviceBuffer logits_e;                 // [C, E]
+  DeviceBuffer route_ids, route_w, inv;  // [C, k]
+  DeviceBuffer counts, offsets;          // [E], [E + 1]
+  DeviceBuffer slot_token, slot_weight;  // [S]
+  DeviceBuffer xs, ys;                   // [S, D]
+  DeviceBuffer g;  // [2, S, inter]: gate rows [0, S), up rows [S, 2S) (one grouped launch)
+  DeviceBuffer desc_gate_up, desc_down;  // [2 · capacity], [capacity] MoeGemvDesc
+  int64_t slots = 0;                     // S
   int64_t desc_capacity = 0;
   DeviceBuffer shared_g, shared_u;  // [C, n_shared · inter]
   DeviceBuffer shared_y;            // [C, D]
