@@ -33,9 +33,27 @@ __global__ void __launch_bounds__(kProjThreads)
   const float* v = H + t * flat;
   const float* f = fn + static_cast<int64_t>(r) * flat;
   double dot = 0.0, ss = 0.0;
-  for (int64_t i = threadIdx.x; i < flat; i += kProjThreads) {
+  // 8 strided elements' loads in flight, then added in the same i order as one at a time (the
+  // plain loop waited on each load: ~10 us per site at hc 4, D 5120 under ncu).
+  constexpr int kBatch = 8;
+  int64_t i = threadIdx.x;
+  for (; i + (kBatch - 1) * kProjThreads < flat; i += kBatch * kProjThreads) {
+    float fv[kBatch], xv[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      fv[b] = f[i + b * kProjThreads];
+      xv[b] = v[i + b * kProjThreads];
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const double x = xv[b];
+      dot += static_cast<double>(fv[b]) * x;  // exact product of two fp32 values, as the reference
+      ss += x * x;
+    }
+  }
+  for (; i < flat; i += kProjThreads) {
     const double x = v[i];
-    dot += static_cast<double>(f[i]) * x;  // exact product of two fp32 values, like the reference
+    dot += static_cast<double>(f[i]) * x;
     ss += x * x;
   }
 #pragma unroll

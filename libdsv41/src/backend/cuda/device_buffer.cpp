@@ -39,7 +39,9 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
 void DeviceBuffer::upload(const void* src, size_t bytes) {
   DSV41_CHECK(bytes <= bytes_, kInvalidArgument, "upload of {} bytes into a {}-byte device buffer",
               bytes, bytes_);
-  if (bytes != 0) DSV41_CUDA_CHECK(cudaMemcpy(ptr_, src, bytes, cudaMemcpyHostToDevice));
+  if (bytes == 0) return;
+  DSV41_CUDA_CHECK(cudaMemcpy(ptr_, src, bytes, cudaMemcpyHostToDevice));
+  settle();
 }
 
 void DeviceBuffer::download(void* dst, size_t bytes) const {
@@ -49,7 +51,15 @@ void DeviceBuffer::download(void* dst, size_t bytes) const {
 }
 
 void DeviceBuffer::fill_bytes(uint8_t value) {
-  if (bytes_ != 0) DSV41_CUDA_CHECK(cudaMemset(ptr_, value, bytes_));
+  if (bytes_ == 0) return;
+  DSV41_CUDA_CHECK(cudaMemset(ptr_, value, bytes_));
+  settle();
 }
+
+// cudaMemset and a pageable cudaMemcpy to the device may still be running on the legacy stream
+// when they return, and the engine's streams are non-blocking (no implicit order with it): a
+// kernel launched next could read the buffer before the bytes land, or be overwritten by the
+// memset afterwards (seen as poisoned test outputs on the H200, 7 of 76 kernel tests in one run).
+void DeviceBuffer::settle() { DSV41_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy)); }
 
 }  // namespace dsv41::cuda

@@ -30,7 +30,8 @@ class DeviceBuffer {
   }
 
   // Host -> device at byte offset 0; throws Failure(kInvalidArgument) when src is larger than
-  // the buffer. Blocking (cudaMemcpy).
+  // the buffer. Returns when the bytes are in device memory (ordered before any later launch on
+  // any stream).
   void upload(const void* src, size_t bytes);
   template <typename T>
   void upload(std::span<const T> src) {
@@ -42,10 +43,12 @@ class DeviceBuffer {
   void download(std::span<T> dst) const {
     download(dst.data(), dst.size_bytes());
   }
-  // Every byte set to `value` (poisoning outputs before a kernel writes them).
+  // Every byte set to `value` (poisoning outputs before a kernel writes them); complete on return.
   void fill_bytes(uint8_t value);
 
  private:
+  static void settle();
+
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
 };

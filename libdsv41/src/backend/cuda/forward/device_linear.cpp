@@ -41,6 +41,41 @@ DeviceLinear DeviceLinear::upload(const Linear& l, const std::string& what) {
   return d;
 }
 
+bool DeviceLinear::stackable(const Linear& a, const Linear& b) {
+  return a.bound() && b.bound() && a.contiguous() && b.contiguous() && a.format() == b.format() &&
+         a.in_features() == b.in_features() && a.weight_row_bytes() == b.weight_row_bytes() &&
+         a.scale_row_bytes() == b.scale_row_bytes() && a.block_rows() == b.block_rows() &&
+         (a.format() != WeightFormat::kFp8Block || a.out_features() % a.block_rows() == 0);
+}
+
+DeviceLinear DeviceLinear::stack(const Linear& a, const Linear& b, const std::string& what) {
+  DSV41_CHECK(stackable(a, b), kInvalidArgument,
+              "{}: the two weights differ in format or width (or FP8 rows {} are not whole scale "
+              "blocks)",
+              what, a.out_features());
+  DeviceLinear d = upload(a, what);  // checks the format's input width
+  const size_t wa = static_cast<size_t>(a.out_features() * a.weight_row_bytes());
+  const size_t wb = static_cast<size_t>(b.out_features() * b.weight_row_bytes());
+  DeviceBuffer w(wa + wb);
+  DSV41_CUDA_CHECK(cudaMemcpy(w.data(), d.w_.data(), wa, cudaMemcpyDeviceToDevice));
+  DSV41_CUDA_CHECK(cudaMemcpy(static_cast<uint8_t*>(w.data()) + wa, b.weight_bytes(), wb,
+                              cudaMemcpyHostToDevice));
+  d.w_ = std::move(w);
+  if (a.scale_bytes() != nullptr) {
+    const size_t sa = static_cast<size_t>(a.scale_rows() * a.scale_row_bytes());
+    const size_t sb = static_cast<size_t>(b.scale_rows() * b.scale_row_bytes());
+    DeviceBuffer sc(sa + sb);
+    DSV41_CUDA_CHECK(cudaMemcpy(sc.data(), d.scale_.data(), sa, cudaMemcpyDeviceToDevice));
+    DSV41_CUDA_CHECK(cudaMemcpy(static_cast<uint8_t*>(sc.data()) + sa, b.scale_bytes(), sb,
+                                cudaMemcpyHostToDevice));
+    d.scale_ = std::move(sc);
+  }
+  d.out_ = a.out_features() + b.out_features();
+  // The copies above run on the legacy stream; the forward's stream is non-blocking.
+  DSV41_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+  return d;
+}
+
 DeviceLinear DeviceLinear::from_f32(const std::vector<float>& w, int64_t out, int64_t in,
                                     const std::string& what) {
   DSV41_CHECK(out > 0 && in > 0 && static_cast<int64_t>(w.size()) == out * in, kInvalidArgument,

@@ -24,6 +24,11 @@ class DeviceLinear {
   // kInvalidArgument naming `what` for an unbound Linear or an input width the kernels reject
   // (FP8 in % 16, FP4 in % 32, BF16/F32 in % 8).
   static DeviceLinear upload(const Linear& l, const std::string& what);
+  // [a; b] as one weight [a.out + b.out, in] (the shared expert's w1 and w3: one GEMV launch at
+  // decode). stackable(): same format and input width, contiguous, and for FP8 a.out on a 32-row
+  // scale block, so the scale rows stack too.
+  static bool stackable(const Linear& a, const Linear& b);
+  static DeviceLinear stack(const Linear& a, const Linear& b, const std::string& what);
   // An fp32 weight [out, in] held on the host (the router gate, widened from BF16 at bind time):
   // stored as BF16 when every value is exactly a bf16, else as fp32.
   static DeviceLinear from_f32(const std::vector<float>& w, int64_t out, int64_t in,

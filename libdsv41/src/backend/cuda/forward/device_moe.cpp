@@ -59,16 +59,22 @@ DeviceMoe DeviceMoe::upload(const MoeWeights& w, const MoeShape& s, int layer) {
   d.w2_scales_ = pointer_table(s2);
   d.w3_table_ = pointer_table(w3);
   d.w3_scales_ = pointer_table(s3);
-  d.shared_w1_ = DeviceLinear::upload(w.shared.w1, p + "shared_experts.w1");
   d.shared_w2_ = DeviceLinear::upload(w.shared.w2, p + "shared_experts.w2");
-  d.shared_w3_ = DeviceLinear::upload(w.shared.w3, p + "shared_experts.w3");
-  d.shared_inter_ = d.shared_w1_.out_features();
+  d.shared_inter_ = w.shared.w1.out_features();
+  d.shared_stacked_ = DeviceLinear::stackable(w.shared.w1, w.shared.w3) &&
+                      w.shared.w3.out_features() == d.shared_inter_;
+  if (d.shared_stacked_) {
+    d.shared_w13_ = DeviceLinear::stack(w.shared.w1, w.shared.w3, p + "shared_experts.w1+w3");
+  } else {
+    d.shared_w1_ = DeviceLinear::upload(w.shared.w1, p + "shared_experts.w1");
+    d.shared_w3_ = DeviceLinear::upload(w.shared.w3, p + "shared_experts.w3");
+  }
   return d;
 }
 
 uint64_t DeviceMoe::device_bytes() const {
   uint64_t b = gate_.bytes() + bias_.bytes() + bias_vl_.bytes() + shared_w1_.bytes() +
-               shared_w2_.bytes() + shared_w3_.bytes();
+               shared_w2_.bytes() + shared_w3_.bytes() + shared_w13_.bytes();
   for (size_t e = 0; e < w1_.size(); ++e) b += w1_[e].bytes() + w2_[e].bytes() + w3_[e].bytes();
   return b;
 }
@@ -145,8 +151,17 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   float* sg = ws.shared_g.as<float>();
   float* su = ws.shared_u.as<float>();
   float* sy = ws.shared_y.as<float>();
-  shared_w1_.gemv(xn, T, sg, s);
-  shared_w3_.gemv(xn, T, su, s);
+  const int64_t I = shared_inter_;
+  if (shared_stacked_ && T == 1) {  // one launch: sg = [g | u] of the token
+    shared_w13_.gemv(xn, 1, sg, s);
+    su = sg + I;
+  } else if (shared_stacked_) {
+    shared_w13_.gemv_rows(xn, T, 0, I, sg, s);
+    shared_w13_.gemv_rows(xn, T, I, 2 * I, su, s);
+  } else {
+    shared_w1_.gemv(xn, T, sg, s);
+    shared_w3_.gemv(xn, T, su, s);
+  }
   check_launch(
       kernels::moe_swiglu(sg, su, nullptr, nullptr, T, shared_inter_, shape_.swiglu_limit, s), l,
       "shared expert SwiGLU");

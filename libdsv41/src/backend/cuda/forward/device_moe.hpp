@@ -42,7 +42,9 @@ class DeviceMoe {
   std::vector<DeviceLinear> w1_, w2_, w3_;  // routed experts [E]
   // Device arrays of the experts' weight / scale pointers, [E] each (moe_expert_descriptors).
   DeviceBuffer w1_table_, w1_scales_, w3_table_, w3_scales_, w2_table_, w2_scales_;
-  DeviceLinear shared_w1_, shared_w2_, shared_w3_;
+  // shared_w13_ = [w1; w3] when DeviceLinear::stackable (then shared_w1_/_w3_ stay empty).
+  DeviceLinear shared_w1_, shared_w2_, shared_w3_, shared_w13_;
+  bool shared_stacked_ = false;
 };
 
 }  // namespace dsv41::cuda

@@ -93,7 +93,7 @@ ForwardWorkspace::ForwardWorkspace(const ModelConfig& cfg, int C, int64_t max_co
   desc_gate_up = DeviceBuffer(2 * dbytes);
   desc_down = DeviceBuffer(dbytes);
   const int64_t shared_inter = int64_t{t.n_shared_experts} * t.moe_intermediate_size;
-  shared_g = f32(C * std::max<int64_t>(1, shared_inter));
+  shared_g = f32(std::max<int64_t>(C, 2) * std::max<int64_t>(1, shared_inter));  // T = 1: [g | u]
   shared_u = f32(C * std::max<int64_t>(1, shared_inter));
   shared_y = f32(C * D);
   ids = DeviceBuffer(static_cast<size_t>(C) * 4);

@@ -56,7 +56,7 @@ struct ForwardWorkspace {
   DeviceBuffer desc_gate_up, desc_down;  // [2 · capacity], [capacity] MoeGemvDesc
   int64_t slots = 0;                     // S
   int64_t desc_capacity = 0;
-  DeviceBuffer shared_g, shared_u;  // [C, n_shared · inter]
+  DeviceBuffer shared_g, shared_u;  // [C, n_shared · inter] (shared_g: >= 2 rows, [g | u] at T = 1)
   DeviceBuffer shared_y;            // [C, D]
   // Token inputs (§3, §5).
   DeviceBuffer ids;        // [C] int32
