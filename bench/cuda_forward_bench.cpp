@@ -213,10 +213,15 @@ int run(int argc, char** argv) {
   const double dense = static_cast<double>(rep.weight_bytes - rep.routed_bytes) - embed_bytes;
   const double E = t.n_routed_experts, k = t.num_experts_per_tok, L = t.num_hidden_layers;
   // Active parameters per token for the prefill FLOP count: dense weights count 1 parameter per
-  // byte (FP8) except BF16 head (2 bytes); routed experts 2 parameters per byte (FP4).
+  // byte (FP8) except BF16 head (2 bytes); routed experts 3 · hidden · inter each, whatever
+  // their format (FP4 or EXL3 K 2..5).
   const double head_bytes = static_cast<double>(t.vocab_size) * t.hidden_size * 2;
-  const double params_per_token =
-      (dense - head_bytes) + head_bytes / 2 + k * L * rep.expert_bytes * 2.0;
+  const double expert_params = 3.0 * static_cast<double>(t.hidden_size) * t.moe_intermediate_size;
+  const double params_per_token = (dense - head_bytes) + head_bytes / 2 + k * L * expert_params;
+  std::printf("routed experts: %d of %lld (layer, expert) pairs from EXL3 banks, mean %.2f bits "
+              "per weight stored\n",
+              rep.exl3_experts, static_cast<long long>(L * E),
+              8.0 * static_cast<double>(rep.expert_bytes) / expert_params);
   std::mt19937 rng(1234);
   std::printf(
       "\n| context | rows | host-driven ms/step | graph ms/step | graph us/layer "
@@ -289,8 +294,19 @@ int run(int argc, char** argv) {
       const auto segs = gpu->profile(seq, random_ids(rng, R, t.vocab_size));
       std::printf("profile context %lld rows %lld:", static_cast<long long>(seq.pos()),
                   static_cast<long long>(R));
-      for (const auto& [name, ms] : segs) std::printf(" %s %.3f ms;", name.c_str(), ms);
-      std::printf("\n");
+      double routed_ms = 0;
+      for (const auto& [name, ms] : segs) {
+        std::printf(" %s %.3f ms;", name.c_str(), ms);
+        if (name == "moe routed experts") routed_ms += ms;
+      }
+      // The routed experts' read rate: distinct experts of the step x layers x the mean expert.
+      const double distinct =
+          R == 1 ? k : E * (1.0 - std::pow(1.0 - k / E, static_cast<double>(R)));
+      std::printf("\n  routed experts %.2f GB in %.3f ms = %.0f GB/s (%.1f %% of %.1f TB/s)\n",
+                  distinct * L * rep.expert_bytes / 1e9, routed_ms,
+                  distinct * L * rep.expert_bytes / (routed_ms * 1e6),
+                  100.0 * distinct * L * rep.expert_bytes / (routed_ms * 1e6) / kH200GBs,
+                  kH200GBs / 1000.0);
     }
   }
   std::printf("\nEngram block at released dims (x2 per step: layers 1 and 14), graph replay:\n\n");

@@ -130,7 +130,7 @@ __global__ void __launch_bounds__(kDescThreads)
       d.scale = sc;
       d.x_row = off + static_cast<int32_t>(j) * tile_rows;
       d.y_row = d.x_row + set.y_row_shift;
-      d.rows = min(tile_rows, c - static_cast<int32_t>(j) * tile_rows);
+      d.rows = w ? min(tile_rows, c - static_cast<int32_t>(j) * tile_rows) : 0;
       set.desc[first + j] = d;
     }
   }

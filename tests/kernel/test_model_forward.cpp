@@ -13,6 +13,8 @@
 // 2e-3 with argmax equal on every row against both the CPU and the oracle, plus 32 identical
 // greedy tokens; tiny40 uses the README's abs 1e-4 on the 5-token prompt0 (no knife edge
 // reached) and, on the longer prompts, only the oracle's own GPU-vs-CPU bound.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -23,6 +25,7 @@
 
 #include "backend/cuda/forward/cuda_transformer.hpp"
 #include "core/check.hpp"
+#include "golden/exl3/tiny_exl3_model.hpp"
 #include "kernel_check.hpp"
 #include "loader/safetensors.hpp"
 #include "model/transformer.hpp"
@@ -245,6 +248,75 @@ TEST_CASE("cuda forward: bad inputs are rejected naming what is wrong", "[kernel
   REQUIRE_THROWS_WITH(gpu->forward(seq, nine), Catch::Contains("max_context 8"));
   REQUIRE(gpu->forward(seq, two).size() == 2 * 600u);  // the state is still usable
   REQUIRE(seq.pos() == 2);
+}
+
+// The tiny Spark-layout model (tests/golden/exl3/tiny_exl3_model.hpp): tiny8 with the routed
+// experts of layers 0, 2, 5, 7 from EXL3 banks at K 2..5 (mixed within layers, with keep_native
+// and "native" FP4 experts beside them), hidden 96 / inter 64 padded to 128 in the banks. The CUDA
+// MoE runs them through moe_grouped_exl3_gemv; the CPU through exl3::matmul. Same tolerance and
+// greedy rule as tiny8 (the EXL3 product differs from the CPU's in fp32 summation order only).
+TEST_CASE("cuda forward: the tiny EXL3 (Spark layout) model matches the CPU backend",
+          "[kernel][model][exl3]") {
+  if (skip_without_gpu()) return;
+  const TinyExl3Model tiny;
+  std::unique_ptr<Transformer> cpu = Transformer::load(tiny.exl3_dir, 0);
+  REQUIRE(cpu->expert_bank() != nullptr);
+  const int64_t V = cpu->config().text.vocab_size;
+  // max_chunk 32: the 37-token prompt runs as 32 + 5, so the FP4 experts of the same layers take
+  // the prefill GEMM while the EXL3 buckets are cut into 16-row tiles.
+  cuda::CudaForwardOptions opts;
+  opts.max_chunk = 32;
+  opts.max_context = 1024;
+  std::unique_ptr<cuda::CudaTransformer> gpu = cuda::CudaTransformer::upload(*cpu, opts);
+  REQUIRE(gpu->load_report().exl3_experts == static_cast<int>(tiny.bank_k.size()));
+  Golden g{SafetensorsFile::open(fixture("golden/tiny8") + "/golden.safetensors")};
+  const std::vector<int32_t> prompt1 = g.i32("prompt1.input_ids");
+  for (const std::vector<int64_t>& plan :
+       {std::vector<int64_t>{37}, std::vector<int64_t>{7, 13, 17}, std::vector<int64_t>(37, 1)}) {
+    const std::string what = fmt::format("tiny exl3 prompt1 in {} calls, cuda vs cpu", plan.size());
+    require_logits(what, run_cuda(*gpu, prompt1, plan), run_cpu(*cpu, prompt1, plan), V,
+                   kCudaVsCpuTol);
+  }
+  SequenceState st = cpu->new_sequence();
+  cuda::DeviceSequence seq = gpu->new_sequence();
+  const std::vector<float> cpu0 = cpu->forward(st, prompt1);
+  const std::vector<float> gpu0 = gpu->forward(seq, prompt1);
+  const std::vector<int32_t> want = greedy(cpu0, V, [&](int32_t t) {
+    const int32_t one[1] = {t};
+    return cpu->forward(st, one);
+  });
+  const std::vector<int32_t> got = greedy(gpu0, V, [&](int32_t t) {
+    const int32_t one[1] = {t};
+    return gpu->forward(seq, one);
+  });
+  for (int i = 0; i < kGreedySteps; ++i) {
+    INFO("tiny exl3 greedy step " << i << ": cuda " << got[i] << ", cpu " << want[i]);
+    REQUIRE(got[i] == want[i]);
+  }
+}
+
+TEST_CASE("cuda forward: EXL3 experts the kernels do not run are rejected at upload",
+          "[kernel][model][exl3]") {
+  if (skip_without_gpu()) return;
+  const TinyExl3Model tiny;
+  // Layer 3 (absent from the plan) from a K6 bank: valid for the CPU reference (K 1..8), not for
+  // moe_grouped_exl3_gemv (K 2..5).
+  TensorSet set;
+  for (int e = 0; e < TinyExl3Model::kExperts; ++e) add_expert(set, 3, e, 128, 128, 6, 900 + e);
+  set.write(tiny.exl3_dir + "/exl3/qa/K6/L03.part.safetensors");
+  std::string plan = kTinyPlan;
+  plan.replace(plan.find(R"("7": "K5")"), 9, R"("7": "K5", "3": "K6")");
+  write_text(std::filesystem::path(tiny.exl3_dir) / "exl3/plan/plan.json", plan);
+  std::unique_ptr<Transformer> cpu = Transformer::load(tiny.exl3_dir, 0);
+  REQUIRE(cpu->expert_bank()->find(3, 0) != nullptr);
+  try {
+    (void)cuda::CudaTransformer::upload(*cpu, {});
+    FAIL("a K6 bank expert was uploaded");
+  } catch (const detail::Failure& f) {
+    CHECK(f.code() == ErrorCode::kUnsupported);
+    CHECK_THAT(std::string(f.what()),
+               Catch::Contains("layers.3.ffn.experts.0.w1") && Catch::Contains("K = 6"));
+  }
 }
 
 }  // namespace dsv41::test

@@ -216,7 +216,8 @@ TEST_CASE("moe_swiglu matches swiglu_activate", "[kernel][moe]") {
 namespace {
 
 // The descriptor list of one table as the reference loops build it: experts ascending, each
-// bucket cut into tiles of <= tile rows, then rows-0 entries up to capacity.
+// bucket cut into tiles of <= tile rows (rows 0 for an expert whose w entry is null: another
+// format's table computes it), then rows-0 entries up to capacity.
 std::vector<kernels::MoeGemvDesc> serial_tiles(const std::vector<int32_t>& counts,
                                                const std::vector<int32_t>& offsets,
                                                const kernels::MoeTileSet& set,
@@ -227,7 +228,7 @@ std::vector<kernels::MoeGemvDesc> serial_tiles(const std::vector<int32_t>& count
   for (size_t e = 0; e < counts.size(); ++e)
     for (int r0 = 0; r0 < counts[e] && static_cast<int64_t>(d.size()) < capacity; r0 += tile)
       d.push_back({w[e], sc[e], offsets[e] + r0, offsets[e] + r0 + set.y_row_shift,
-                   std::min(tile, counts[e] - r0)});
+                   w[e] ? std::min(tile, counts[e] - r0) : 0});
   while (static_cast<int64_t>(d.size()) < capacity) d.push_back({nullptr, nullptr, 0, 0, 0});
   return d;
 }
@@ -252,6 +253,12 @@ void run_tile_sets(int n_local, int tile, int n_sets, int64_t capacity_delta, ui
   std::vector<kernels::MoeTileSet> sets(n_sets);
   for (int i = 0; i < n_sets; ++i) {
     for (int e = 0; e < n_local; ++e) {
+      // Odd sets leave every third expert null (an EXL3 expert in an FP4 table, or the reverse).
+      if (i % 2 == 1 && e % 3 == 0) {
+        w[i].push_back(nullptr);
+        sc[i].push_back(reinterpret_cast<const uint8_t*>(uintptr_t{0x900000} * (i + 1) + 16 * e));
+        continue;
+      }
       w[i].push_back(reinterpret_cast<const uint8_t*>(uintptr_t{0x100000} * (i + 1) + 64 * e));
       sc[i].push_back(reinterpret_cast<const uint8_t*>(uintptr_t{0x900000} * (i + 1) + 16 * e));
     }
@@ -297,7 +304,7 @@ TEST_CASE("moe_expert_tile_sets writes the descriptors of the serial loops", "[k
     for (int tile : {16, 64})
       for (int64_t delta : {int64_t{0}, int64_t{5}, int64_t{-3}}) {  // exact, spare, truncated
         CAPTURE(n_local, tile, delta);
-        run_tile_sets(n_local, tile, n_local == 384 ? 3 : 1, delta,
+        run_tile_sets(n_local, tile, n_local == 384 || n_local == 6 ? 3 : 1, delta,
                       seed + static_cast<uint64_t>(n_local * 131 + tile + delta));
       }
   run_tile_sets(384, 16, kernels::kMoeMaxTileSets, 0, seed ^ 0x5555);

@@ -84,7 +84,10 @@ int64_t moe_descriptor_capacity(int64_t T, int k, int n_local);
 // offsets[e] + 16·j; w_table/scale_table [n_local] device arrays of per-expert pointers (e.g.
 // every expert's w1). desc [capacity]; entries past the used ones get rows = 0. Needs n_local in
 // 1..kMoeMaxExperts, capacity >= 1 (moe_descriptor_capacity), y_row_shift >= 0, non-null
-// pointers. Tiles past capacity are dropped (a too-small capacity is the caller's bug).
+// pointers. Tiles past capacity are dropped (a too-small capacity is the caller's bug). A null
+// w_table[e] gives expert e's tiles rows = 0 (skipped by every grouped kernel): a layer whose
+// experts come in two formats (EXL3 banks and release FP4, spec exl3-format.md §4.2) builds one
+// table per format from the same permutation, each null where the other format computes.
 cudaError_t moe_expert_descriptors(const int32_t* counts, const int32_t* offsets, int n_local,
                                    const uint8_t* const* w_table, const uint8_t* const* scale_table,
                                    int32_t y_row_shift, MoeGemvDesc* desc, int64_t capacity,
@@ -106,7 +109,7 @@ struct MoeTileSet {
   int32_t y_row_shift;
   MoeGemvDesc* desc;
 };
-inline constexpr int kMoeMaxTileSets = 4;
+inline constexpr int kMoeMaxTileSets = 6;  // w1, w3, w2 of FP4 and of EXL3 experts
 
 // moe_expert_tiles for n_sets (1..kMoeMaxTileSets) tables of the same permutation in one launch
 // (sets: a host array, read before the call returns), e.g. w1, w3 and w2 of a layer. Each set's
@@ -114,6 +117,33 @@ inline constexpr int kMoeMaxTileSets = 4;
 cudaError_t moe_expert_tile_sets(const int32_t* counts, const int32_t* offsets, int n_local,
                                  const MoeTileSet* sets, int n_sets, int tile_rows,
                                  int64_t capacity, cudaStream_t stream);
+
+// One EXL3 expert projection in device memory (spec exl3-format.md §1.2; exl3::Exl3Tensor's
+// fields): what the w entries of an EXL3 descriptor table point at. MUL1 codebook.
+struct Exl3MoeMatrix {
+  const uint8_t* trellis;  // int16 [k/16][n/16][16K], 16-byte aligned
+  const uint16_t* suh;     // fp16 [k], 8-byte aligned
+  const uint16_t* svh;     // fp16 [n], 8-byte aligned
+  int32_t K;               // bits per weight, 2..kMoeExl3MaxK
+  int32_t reserved;
+};
+inline constexpr int kMoeExl3MaxK = 5;
+
+// For every descriptor d < n_desc whose w is non-null (a device Exl3MoeMatrix) with rows > 0
+// (<= kMoeGemvMaxRows; tiles of 16 rows from moe_expert_tiles): the EXL3 GEMV of exl3_gemv,
+//   y[y_row + r, :y_cols] = (had128(had128(x̃ ⊙ suh) · Ŵ) ⊙ svh)[:y_cols],
+//   x̃ = x[x_row + r, :x_cols] zero-extended to k
+// with Ŵ [k, n] decoded from the record's trellis at its own K (one launch for a layer's mixed
+// K), MUL1 codebook, fp32 in and out, the same per-block arithmetic as exl3_gemv with one k split
+// (accuracy: docs/kernels.md). x rows are x_cols apart, y rows y_cols apart: the model's
+// projection (in, out) inside the bank's (pad128(in), pad128(out)) matrix (spec §2.1). max_rows
+// (1..16) is the largest descriptor rows, max_k (2..kMoeExl3MaxK) the largest record K (sizes
+// shared memory; a record with another K is skipped, its rows untouched). Needs 1 <= n_desc <=
+// 65535, k and n multiples of 128 (<= 2^24), x_cols in [4, k] and y_cols in [4, n] multiples of
+// 4, x and y 16-byte aligned and not aliasing, |xh| < 2^74.
+cudaError_t moe_grouped_exl3_gemv(const MoeGemvDesc* desc, int n_desc, int max_rows, int max_k,
+                                  const float* x, int64_t x_cols, float* y, int64_t y_cols,
+                                  int64_t k, int64_t n, cudaStream_t stream);
 
 // Rows per descriptor of moe_grouped_fp4_gemm (its activation tile).
 inline constexpr int kMoeGemmTileRows = 64;

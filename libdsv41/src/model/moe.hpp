@@ -34,6 +34,7 @@ struct MoeWeights {
 struct MoeShape {
   int64_t dim = 0;    // hidden_size
   int n_experts = 0;  // n_routed_experts
+  int64_t inter = 0;  // moe_intermediate_size (a routed expert's width); 0 = from the weights
   int top_k = 0;      // num_experts_per_tok
   float gate_temp = 1.0f;
   bool norm_topk_prob = true;

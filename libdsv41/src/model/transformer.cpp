@@ -82,6 +82,7 @@ std::unique_ptr<Transformer> Transformer::load(const std::string& dir, size_t th
   m->shape_.hc_eps = static_cast<float>(t.hc_eps);
   m->shape_.norm_eps = static_cast<float>(t.rms_norm_eps);
   m->moe_.dim = t.hidden_size;
+  m->moe_.inter = t.moe_intermediate_size;
   m->moe_.n_experts = t.n_routed_experts;
   m->moe_.top_k = t.num_experts_per_tok;
   m->moe_.gate_temp = static_cast<float>(t.gate_temp);

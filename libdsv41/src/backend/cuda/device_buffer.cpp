@@ -36,11 +36,15 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   return *this;
 }
 
-void DeviceBuffer::upload(const void* src, size_t bytes) {
-  DSV41_CHECK(bytes <= bytes_, kInvalidArgument, "upload of {} bytes into a {}-byte device buffer",
-              bytes, bytes_);
+void DeviceBuffer::upload(const void* src, size_t bytes) { upload_at(0, src, bytes); }
+
+void DeviceBuffer::upload_at(size_t offset, const void* src, size_t bytes) {
+  DSV41_CHECK(offset <= bytes_ && bytes <= bytes_ - offset, kInvalidArgument,
+              "upload of {} bytes at offset {} into a {}-byte device buffer", bytes, offset,
+              bytes_);
   if (bytes == 0) return;
-  DSV41_CUDA_CHECK(cudaMemcpy(ptr_, src, bytes, cudaMemcpyHostToDevice));
+  DSV41_CUDA_CHECK(
+      cudaMemcpy(static_cast<uint8_t*>(ptr_) + offset, src, bytes, cudaMemcpyHostToDevice));
   settle();
 }
 

@@ -37,6 +37,9 @@ class DeviceBuffer {
   void upload(std::span<const T> src) {
     upload(src.data(), src.size_bytes());
   }
+  // Host -> device at byte `offset` (packing several tensors into one allocation); throws
+  // Failure(kInvalidArgument) when [offset, offset + bytes) leaves the buffer. Same ordering.
+  void upload_at(size_t offset, const void* src, size_t bytes);
   // Device -> host of the first `bytes`; same rules.
   void download(void* dst, size_t bytes) const;
   template <typename T>

@@ -57,9 +57,6 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
   DSV41_CHECK(!cpu.plan().sharded(), kUnsupported,
               "CUDA forward: a tensor-parallel rank (world {}) runs on the CPU backend for now",
               cpu.plan().world);
-  DSV41_CHECK(cpu.expert_bank() == nullptr, kUnsupported,
-              "CUDA forward: the EXL3 expert banks of a Spark checkpoint run on the CPU backend "
-              "for now");
   DSV41_CHECK(opts.max_context <= t.max_position_embeddings, kInvalidArgument,
               "CudaForwardOptions.max_context = {} exceeds max_position_embeddings {}",
               opts.max_context, t.max_position_embeddings);
@@ -76,6 +73,7 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
   m->head_ = std::make_unique<DeviceLinear>(DeviceLinear::upload(w.head, "head.weight"));
   MoeShape moe;
   moe.dim = t.hidden_size;
+  moe.inter = t.moe_intermediate_size;
   moe.n_experts = t.n_routed_experts;
   moe.top_k = t.num_experts_per_tok;
   moe.gate_temp = static_cast<float>(t.gate_temp);
@@ -98,13 +96,17 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
     d->hc_ffn_base = upload_f32(lw.hc_ffn.base);
     d->hc_ffn_scale = upload_f32(lw.hc_ffn.scale);
     d->attn = DeviceAttention::upload(lw.attn);
-    d->ffn = DeviceMoe::upload(lw.ffn, moe, l);
+    d->ffn = DeviceMoe::upload(lw.ffn, moe, l, cpu.expert_bank());
     if (lw.engram) d->engram = DeviceEngram::upload(*lw.engram, l);
     weight_bytes += d->device_bytes();
-    m->report_.expert_bytes = d->ffn.expert_bytes();
     m->report_.routed_bytes += d->ffn.expert_bytes() * d->ffn.n_experts();
+    m->report_.exl3_experts += d->ffn.exl3_experts();
     m->layers_.push_back(std::move(d));
   }
+  // The mean routed expert over all layers (EXL3 experts differ by K).
+  m->report_.expert_bytes =
+      m->report_.routed_bytes / std::max<uint64_t>(1, uint64_t{1} * t.num_hidden_layers *
+                                                          static_cast<uint64_t>(t.n_routed_experts));
   m->ws_ = std::make_unique<ForwardWorkspace>(cfg, opts.max_chunk, opts.max_context);
   const size_t C = static_cast<size_t>(opts.max_chunk);
   m->stage_ids_ = std::make_unique<PinnedBuffer>(C * 4);

@@ -18,7 +18,8 @@ DeviceBuffer pointer_table(const std::vector<const uint8_t*>& p) {
 
 }  // namespace
 
-DeviceMoe DeviceMoe::upload(const MoeWeights& w, const MoeShape& s, int layer) {
+DeviceMoe DeviceMoe::upload(const MoeWeights& w, const MoeShape& s, int layer,
+                            const exl3::ExpertBank* bank) {
   DeviceMoe d;
   d.layer_ = layer;
   d.shape_ = s;
@@ -33,15 +34,32 @@ DeviceMoe DeviceMoe::upload(const MoeWeights& w, const MoeShape& s, int layer) {
   d.gate_ = DeviceLinear::from_f32(w.gate, s.n_experts, s.dim, p + "gate.weight");
   d.bias_ = upload_f32(w.bias);
   d.bias_vl_ = upload_f32(w.bias_vl.empty() ? w.bias : w.bias_vl);
+  d.inter_ = s.inter;
+  for (int e = 0; e < s.n_experts && d.inter_ == 0; ++e)
+    if (w.experts.at(e).w1.bound()) d.inter_ = w.experts[e].w1.out_features();
+  DSV41_CHECK(d.inter_ > 0, kInvalidArgument,
+              "{}experts: MoeShape.inter is 0 and no FP4 expert gives the routed width", p);
+  if (bank != nullptr)
+    d.exl3_ = DeviceExl3Experts::upload(*bank, layer, s.n_experts, s.dim, d.inter_);
   std::vector<const uint8_t*> w1, s1, w2, s2, w3, s3;
   for (int e = 0; e < s.n_experts; ++e) {
+    if (d.exl3_.has(e)) {  // computed by the EXL3 tables: null here
+      for (auto* v : {&w1, &s1, &w2, &s2, &w3, &s3}) v->push_back(nullptr);
+      d.w1_.emplace_back();
+      d.w2_.emplace_back();
+      d.w3_.emplace_back();
+      continue;
+    }
     const ExpertWeights& ex = w.experts.at(e);
     const std::string pe = p + "experts." + std::to_string(e) + ".";
     for (const auto& [lin, name] : {std::pair{&ex.w1, "w1"}, {&ex.w2, "w2"}, {&ex.w3, "w3"}})
       DSV41_CHECK(lin->bound() && lin->format() == WeightFormat::kFp4Row, kUnsupported,
-                  "{}{}: the CUDA backend runs release FP4 experts only (unbound, or another "
-                  "format: EXL3 banks stay on the CPU backend for now)",
+                  "{}{}: the CUDA backend runs release FP4 or EXL3-bank experts only (unbound, "
+                  "or another format)",
                   pe, name);
+    DSV41_CHECK(ex.w1.out_features() == d.inter_ && ex.w1.in_features() == s.dim, kCorruptFile,
+                "{}w1: [{}, {}], the MoE needs [{}, {}]", pe, ex.w1.out_features(),
+                ex.w1.in_features(), d.inter_, s.dim);
     d.w1_.push_back(DeviceLinear::upload(ex.w1, pe + "w1"));
     d.w2_.push_back(DeviceLinear::upload(ex.w2, pe + "w2"));
     d.w3_.push_back(DeviceLinear::upload(ex.w3, pe + "w3"));
@@ -51,8 +69,8 @@ DeviceMoe DeviceMoe::upload(const MoeWeights& w, const MoeShape& s, int layer) {
     s2.push_back(d.w2_.back().scale());
     w3.push_back(d.w3_.back().weight());
     s3.push_back(d.w3_.back().scale());
+    d.has_fp4_ = true;
   }
-  d.inter_ = d.w1_.front().out_features();
   d.w1_table_ = pointer_table(w1);
   d.w1_scales_ = pointer_table(s1);
   d.w2_table_ = pointer_table(w2);
@@ -74,13 +92,16 @@ DeviceMoe DeviceMoe::upload(const MoeWeights& w, const MoeShape& s, int layer) {
 
 uint64_t DeviceMoe::device_bytes() const {
   uint64_t b = gate_.bytes() + bias_.bytes() + bias_vl_.bytes() + shared_w1_.bytes() +
-               shared_w2_.bytes() + shared_w3_.bytes() + shared_w13_.bytes();
+               shared_w2_.bytes() + shared_w3_.bytes() + shared_w13_.bytes() +
+               exl3_.device_bytes();
   for (size_t e = 0; e < w1_.size(); ++e) b += w1_[e].bytes() + w2_[e].bytes() + w3_[e].bytes();
   return b;
 }
 
 uint64_t DeviceMoe::expert_bytes() const {
-  return w1_.empty() ? 0 : w1_[0].bytes() + w2_[0].bytes() + w3_[0].bytes();
+  uint64_t b = exl3_.expert_bytes_total();
+  for (size_t e = 0; e < w1_.size(); ++e) b += w1_[e].bytes() + w2_[e].bytes() + w3_[e].bytes();
+  return w1_.empty() ? 0 : b / w1_.size();
 }
 
 void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, ForwardWorkspace& ws,
@@ -114,26 +135,50 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   check_launch(kernels::moe_gather(xn, slot_token, n_slots, xs, T * k, D, s), l, "moe_gather");
   auto* dgu = ws.desc_gate_up.as<kernels::MoeGemvDesc>();
   auto* dd = ws.desc_down.as<kernels::MoeGemvDesc>();
+  auto* xgu = ws.desc_x_gate_up.as<kernels::MoeGemvDesc>();
+  auto* xd = ws.desc_x_down.as<kernels::MoeGemvDesc>();
   // Descriptors for this call's T (not the workspace's max_chunk): empty ones still cost a launch
-  // slot per block row. Prefill chunks (T > 16) take 64-row tiles and the tensor-core GEMM.
+  // slot per block row. FP4 prefill chunks (T > 16) take 64-row tiles and the tensor-core GEMM;
+  // EXL3 experts always take 16-row tiles (moe_grouped_exl3_gemv).
   const bool gemm = T > kernels::kMoeGemvMaxRows;
   const int tile = gemm ? kernels::kMoeGemmTileRows : kernels::kMoeGemvMaxRows;
   const int64_t cap = kernels::moe_tile_capacity(T, k, E, tile);
-  DSV41_CHECK(cap <= ws.desc_capacity && ws.slots <= 0x7FFFFFFF, kInternal,
-              "layer {}: {} MoE descriptors exceed the {} of the workspace", l, cap,
-              ws.desc_capacity);
+  const int64_t xcap = kernels::moe_tile_capacity(T, k, E, kernels::kMoeGemvMaxRows);
+  DSV41_CHECK(std::max(cap, xcap) <= ws.desc_capacity && ws.slots <= 0x7FFFFFFF, kInternal,
+              "layer {}: {} MoE descriptors exceed the {} of the workspace", l,
+              std::max(cap, xcap), ws.desc_capacity);
   auto table = [](const DeviceBuffer& b) { return b.as<const uint8_t* const>(); };
-  // w1 then w3 in one array (one grouped launch for gate and up), w2 apart (it reads g).
-  const kernels::MoeTileSet sets[3] = {
-      {table(w1_table_), table(w1_scales_), 0, dgu},
-      {table(w3_table_), table(w3_scales_), static_cast<int32_t>(ws.slots), dgu + cap},
-      {table(w2_table_), table(w2_scales_), 0, dd}};
-  check_launch(kernels::moe_expert_tile_sets(counts, offsets, E, sets, 3, tile, cap, s), l,
-               "moe_expert_tile_sets");
+  const auto up_shift = static_cast<int32_t>(ws.slots);
+  // Per format: w1 then w3 in one array (one grouped launch for gate and up), w2 apart (it reads
+  // g). An EXL3 record table doubles as its own scale table (the builder only copies entries).
+  kernels::MoeTileSet fp4_sets[3] = {{table(w1_table_), table(w1_scales_), 0, dgu},
+                                     {table(w3_table_), table(w3_scales_), up_shift, dgu + cap},
+                                     {table(w2_table_), table(w2_scales_), 0, dd}};
+  using exl3::ExpertProj;
+  const auto xt = [&](ExpertProj p) { return exl3_.table(p); };
+  kernels::MoeTileSet x_sets[3] = {
+      {xt(ExpertProj::kGate), xt(ExpertProj::kGate), 0, xgu},
+      {xt(ExpertProj::kUp), xt(ExpertProj::kUp), up_shift, xgu + xcap},
+      {xt(ExpertProj::kDown), xt(ExpertProj::kDown), 0, xd}};
+  const bool has_x = !exl3_.empty();
+  if (has_fp4_ && has_x && cap == xcap) {  // decode: both formats' tables in one launch
+    const kernels::MoeTileSet all[6] = {fp4_sets[0], fp4_sets[1], fp4_sets[2],
+                                        x_sets[0],   x_sets[1],   x_sets[2]};
+    check_launch(kernels::moe_expert_tile_sets(counts, offsets, E, all, 6, tile, cap, s), l,
+                 "moe_expert_tile_sets");
+  } else {
+    if (has_fp4_)
+      check_launch(kernels::moe_expert_tile_sets(counts, offsets, E, fp4_sets, 3, tile, cap, s), l,
+                   "moe_expert_tile_sets (FP4)");
+    if (has_x)
+      check_launch(kernels::moe_expert_tile_sets(counts, offsets, E, x_sets, 3,
+                                                 kernels::kMoeGemvMaxRows, xcap, s),
+                   l, "moe_expert_tile_sets (EXL3)");
+  }
   profile_mark(prof, "moe permute+descriptors", s);
   // A bucket holds each token at most once, so no descriptor has more than T rows.
   const int max_rows = static_cast<int>(std::min<int64_t>(T, kernels::kMoeGemvMaxRows));
-  const int n_desc = static_cast<int>(cap);
+  const int n_desc = static_cast<int>(cap), n_xdesc = static_cast<int>(xcap);
   auto grouped = [&](const kernels::MoeGemvDesc* d, int n, const float* in_rows, float* out_rows,
                      int64_t out, int64_t in, const char* what) {
     check_launch(gemm
@@ -141,11 +186,22 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
                      : kernels::moe_grouped_fp4_gemv(d, n, max_rows, in_rows, out_rows, out, in, s),
                  l, what);
   };
-  grouped(dgu, 2 * n_desc, xs, g, inter_, D, "grouped expert w1+w3");
+  // EXL3: the bank matrices are (pad128(in), pad128(out)); x rows zero-extended, y rows cut.
+  auto grouped_x = [&](const kernels::MoeGemvDesc* d, int n, const float* in_rows, int64_t in,
+                       float* out_rows, int64_t out, int64_t k_pad, int64_t n_pad,
+                       const char* what) {
+    check_launch(kernels::moe_grouped_exl3_gemv(d, n, max_rows, exl3_.max_k(), in_rows, in,
+                                                out_rows, out, k_pad, n_pad, s),
+                 l, what);
+  };
+  const int64_t Dp = exl3_.hidden_padded(), Ip = exl3_.inter_padded();
+  if (has_fp4_) grouped(dgu, 2 * n_desc, xs, g, inter_, D, "grouped expert w1+w3");
+  if (has_x) grouped_x(xgu, 2 * n_xdesc, xs, D, g, inter_, Dp, Ip, "grouped EXL3 expert w1+w3");
   check_launch(
       kernels::moe_swiglu(g, gu, slot_weight, n_slots, T * k, inter_, shape_.swiglu_limit, s), l,
       "moe_swiglu");
-  grouped(dd, n_desc, g, ys, D, inter_, "grouped expert w2");
+  if (has_fp4_) grouped(dd, n_desc, g, ys, D, inter_, "grouped expert w2");
+  if (has_x) grouped_x(xd, n_xdesc, g, inter_, ys, D, Ip, Dp, "grouped EXL3 expert w2");
   profile_mark(prof, "moe routed experts", s);
   // Shared expert, weight 1.
   float* sg = ws.shared_g.as<float>();

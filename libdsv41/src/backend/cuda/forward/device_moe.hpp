@@ -1,8 +1,10 @@
 // One MoE sublayer on the GPU (spec model-architecture.md §4), the device twin of
-// dsv41::moe_forward with the checkpoint's release-format experts: dense gate GEMV, moe_route,
-// moe_permute, moe_gather, grouped FP4 GEMVs (gate, up), SwiGLU with the route weight, grouped
-// down GEMV, the FP8 shared expert, moe_combine (data flow in kernels/include/dsv41k/moe.hpp).
-// No host sync: expert bucket sizes stay on the device.
+// dsv41::moe_forward with the checkpoint's routed experts: dense gate GEMV, moe_route,
+// moe_permute, moe_gather, grouped GEMVs (gate, up), SwiGLU with the route weight, grouped down
+// GEMV, the FP8 shared expert, moe_combine (data flow in kernels/include/dsv41k/moe.hpp). Routed
+// experts are release FP4 (moe_grouped_fp4_gemv/gemm) or, on a Spark checkpoint, EXL3 from the
+// banks (moe_grouped_exl3_gemv); one layer may mix both (keep_native experts), each format's
+// descriptor table null where the other computes. No host sync: bucket sizes stay on the device.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "backend/cuda/device_buffer.hpp"
+#include "backend/cuda/forward/device_exl3_experts.hpp"
 #include "backend/cuda/forward/device_linear.hpp"
 #include "backend/cuda/forward/forward_workspace.hpp"
 #include "backend/cuda/forward/step_profile.hpp"
@@ -20,17 +23,21 @@ namespace dsv41::cuda {
 
 class DeviceMoe {
  public:
-  // Throws kUnsupported for a rank's expert shard or experts that are not release FP4 (the
-  // EXL3 banks of a Spark checkpoint run on the CPU backend for now), naming the tensor.
-  static DeviceMoe upload(const MoeWeights& w, const MoeShape& s, int layer);
+  // Experts the bank supplies for `layer` (bank may be null: a release checkpoint) upload as
+  // EXL3 (DeviceExl3Experts::upload's rules), the rest must be release FP4. Throws kUnsupported
+  // for a rank's expert shard or an expert in another format, naming the tensor.
+  static DeviceMoe upload(const MoeWeights& w, const MoeShape& s, int layer,
+                          const exl3::ExpertBank* bank = nullptr);
 
   // xn [T, D] (ffn_norm output) -> y [T, D]; flags [T] uint8 device or null; T <= ws.max_chunk.
   void forward(const float* xn, int64_t T, const uint8_t* flags, ForwardWorkspace& ws, float* y,
                cudaStream_t stream, StepProfile* profile = nullptr) const;
 
   uint64_t device_bytes() const;
-  // Bytes of one routed expert (w1 + w3 + w2 with scales), all experts being the same shape.
+  // Bytes of one routed expert (w1 + w3 + w2 with scales, or EXL3 trellis + sign·scales), the
+  // mean over the layer's experts (EXL3 experts differ by K).
   uint64_t expert_bytes() const;
+  int exl3_experts() const { return exl3_.count(); }
   int n_experts() const { return shape_.n_experts; }
 
  private:
@@ -39,7 +46,9 @@ class DeviceMoe {
   int64_t inter_ = 0, shared_inter_ = 0;
   DeviceLinear gate_;
   DeviceBuffer bias_, bias_vl_;
-  std::vector<DeviceLinear> w1_, w2_, w3_;  // routed experts [E]
+  std::vector<DeviceLinear> w1_, w2_, w3_;  // routed FP4 experts [E] (empty for EXL3 ones)
+  DeviceExl3Experts exl3_;
+  bool has_fp4_ = false;
   // Device arrays of the experts' weight / scale pointers, [E] each (moe_expert_descriptors).
   DeviceBuffer w1_table_, w1_scales_, w3_table_, w3_scales_, w2_table_, w2_scales_;
   // shared_w13_ = [w1; w3] when DeviceLinear::stackable (then shared_w1_/_w3_ stay empty).

@@ -92,6 +92,8 @@ ForwardWorkspace::ForwardWorkspace(const ModelConfig& cfg, int C, int64_t max_co
   const size_t dbytes = static_cast<size_t>(desc_capacity) * sizeof(kernels::MoeGemvDesc);
   desc_gate_up = DeviceBuffer(2 * dbytes);
   desc_down = DeviceBuffer(dbytes);
+  desc_x_gate_up = DeviceBuffer(2 * dbytes);
+  desc_x_down = DeviceBuffer(dbytes);
   const int64_t shared_inter = int64_t{t.n_shared_experts} * t.moe_intermediate_size;
   shared_g = f32(std::max<int64_t>(C, 2) * std::max<int64_t>(1, shared_inter));  // T = 1: [g | u]
   shared_u = f32(C * std::max<int64_t>(1, shared_inter));
@@ -116,7 +118,7 @@ uint64_t ForwardWorkspace::device_bytes() const {
                                 &index_q,     &index_w,  &scores,     &logits_e,  &route_ids,
                                 &route_w,     &inv,      &counts,     &offsets,   &slot_token,
                                 &slot_weight, &xs,       &ys,         &g,         &desc_gate_up,
-                                &desc_down,   &shared_g, &shared_u,   &shared_y,  &ids,
+                                &desc_down,   &desc_x_gate_up, &desc_x_down, &shared_g, &shared_u,   &shared_y,  &ids,
                                 &flags,       &hash_ids, &engram_e,   &engram_kv, &logits})
     b += p->bytes();
   for (const auto& [l, buf] : selection) b += buf.bytes();
