@@ -1,7 +1,8 @@
-// Bandwidth of moe_grouped_fp4_gemv (kernels/moe/) at routed-expert decode shapes: the gate+up
-// projections of the step's experts in one launch (2 descriptors per expert, [5120 -> 2304]) and
-// their down projections ([2304 -> 5120]), with `rows` activation rows per expert. Bytes = FP4
-// weights + E8M0 scales of every descriptor + x + y (the fewest one call must move). Time =
+// Bandwidth of moe_grouped_fp4_gemv and moe_grouped_exl3_gemv (kernels/moe/) at routed-expert
+// decode shapes: the gate+up projections of the step's experts in one launch (2 descriptors per
+// expert, [5120 -> 2304]) and their down projections ([2304 -> 5120]), with `rows` activation
+// rows per expert. Bytes = FP4 weights + E8M0 scales (EXL3: trellis + suh + svh) of every
+// descriptor + x + y (the fewest one call must move). Time =
 // median of CUDA-event timings of a CUDA graph of back-to-back calls rotating through >= 256 MB
 // of weight copies (no L2 reuse), divided by the calls. Usage: dsv41_bench_cuda_moe [repeats=30]
 #include <cuda_runtime.h>
@@ -62,6 +63,31 @@ float median(std::vector<float> v) {
   return v[v.size() / 2];
 }
 
+// Median per-call ms of a CUDA graph of launch(0..copies-1), replayed `repeats` times.
+template <typename Launch>
+float time_graph(const Launch& launch, int copies, int repeats, cudaStream_t s) {
+  for (int c = 0; c < copies; ++c) launch(c);
+  BENCH_CHECK(cudaStreamSynchronize(s));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  BENCH_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int c = 0; c < copies; ++c) launch(c);
+  BENCH_CHECK(cudaStreamEndCapture(s, &graph));
+  BENCH_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  BENCH_CHECK(cudaGraphLaunch(exec, s));
+  EventTimer t;
+  std::vector<float> ms;
+  for (int r = 0; r < repeats; ++r) {
+    t.start(s);
+    BENCH_CHECK(cudaGraphLaunch(exec, s));
+    t.stop(s);
+    ms.push_back(t.elapsed_ms() / copies);
+  }
+  BENCH_CHECK(cudaGraphExecDestroy(exec));
+  BENCH_CHECK(cudaGraphDestroy(graph));
+  return median(ms);
+}
+
 struct Result {
   double us, gbs;
 };
@@ -93,29 +119,57 @@ Result bench(int descs, int64_t out, int64_t in, int rows, int repeats, cudaStre
     BENCH_CHECK(dk::moe_grouped_fp4_gemv(desc.as<dk::MoeGemvDesc>() + c * descs, descs, rows,
                                          x.as<float>(), y.as<float>(), out, in, s));
   };
-  for (int c = 0; c < copies; ++c) launch(c);
-  BENCH_CHECK(cudaStreamSynchronize(s));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  BENCH_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int c = 0; c < copies; ++c) launch(c);
-  BENCH_CHECK(cudaStreamEndCapture(s, &graph));
-  BENCH_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  BENCH_CHECK(cudaGraphLaunch(exec, s));
-  EventTimer t;
-  std::vector<float> ms;
-  for (int r = 0; r < repeats; ++r) {
-    t.start(s);
-    BENCH_CHECK(cudaGraphLaunch(exec, s));
-    t.stop(s);
-    ms.push_back(t.elapsed_ms() / copies);
-  }
-  BENCH_CHECK(cudaGraphExecDestroy(exec));
-  BENCH_CHECK(cudaGraphDestroy(graph));
+  const float med = time_graph(launch, copies, repeats, s);
   Result res;
-  res.us = median(ms) * 1e3;
+  res.us = med * 1e3;
   const double bytes = double(descs) * (wb + sb + 4.0 * rows * (in + out));
   res.gbs = bytes / (res.us * 1e-6) / 1e9;
+  return res;
+}
+
+// The same for EXL3 experts (MUL1, random trellis bits, fp16 sign·scales ±1): descriptor d is
+// expert d / per_expert at K = Ks[expert % Ks.size()] (one launch, mixed K, as a Spark layer).
+Result bench_exl3(int descs, int per_expert, int64_t out, int64_t in, const std::vector<int>& Ks,
+                  int rows, int repeats, cudaStream_t s) {
+  const int64_t k = in, n = out;
+  double desc_bytes = 0;
+  for (int d = 0; d < descs; ++d)
+    desc_bytes += double(k) * n * Ks[(d / per_expert) % Ks.size()] / 8 + 2.0 * (k + n);
+  const int copies = static_cast<int>(std::max<double>(3, (256 << 20) / desc_bytes + 1));
+  std::vector<DeviceBuffer> bufs;
+  DeviceBuffer x(size_t(descs) * rows * in * 4), y(size_t(descs) * rows * out * 4);
+  fill_x<<<256, 256, 0, s>>>(x.as<float>(), size_t(descs) * rows * in);
+  DeviceBuffer signs(size_t(std::max(k, n)) * 2);
+  std::vector<uint16_t> ones(size_t(std::max(k, n)), 0x3C00);  // fp16 1.0
+  for (size_t i = 0; i < ones.size(); i += 3) ones[i] = 0xBC00;  // and some -1.0
+  signs.upload(ones.data(), ones.size() * 2);
+  std::vector<dk::Exl3MoeMatrix> rec;
+  for (int c = 0; c < copies; ++c)
+    for (int d = 0; d < descs; ++d) {
+      const int K = Ks[(d / per_expert) % Ks.size()];
+      const size_t tb = size_t(k) * n * K / 8;
+      bufs.emplace_back(tb);
+      fill_u32<<<1024, 256, 0, s>>>(bufs.back().as<uint32_t>(), tb / 4, 91u * c + d);
+      rec.push_back({bufs.back().as<uint8_t>(), signs.as<uint16_t>(), signs.as<uint16_t>(), K, 0});
+    }
+  DeviceBuffer drec(rec.size() * sizeof(rec[0]));
+  drec.upload(rec.data(), rec.size() * sizeof(rec[0]));
+  std::vector<dk::MoeGemvDesc> host;
+  for (int c = 0; c < copies; ++c)
+    for (int d = 0; d < descs; ++d)
+      host.push_back({reinterpret_cast<const uint8_t*>(drec.as<dk::Exl3MoeMatrix>() + c * descs + d),
+                      nullptr, d * rows, d * rows, rows});
+  DeviceBuffer desc(sizeof(dk::MoeGemvDesc) * host.size());
+  desc.upload(host.data(), sizeof(dk::MoeGemvDesc) * host.size());
+  const int max_k = *std::max_element(Ks.begin(), Ks.end());
+  const auto launch = [&](int c) {
+    BENCH_CHECK(dk::moe_grouped_exl3_gemv(desc.as<dk::MoeGemvDesc>() + c * descs, descs, rows,
+                                          max_k, x.as<float>(), in, y.as<float>(), out, k, n, s));
+  };
+  const float ms = time_graph(launch, copies, repeats, s);
+  Result res;
+  res.us = ms * 1e3;
+  res.gbs = (desc_bytes + 4.0 * descs * rows * (in + out)) / (res.us * 1e-6) / 1e9;
   return res;
 }
 
@@ -141,6 +195,28 @@ int run(int repeats) {
     for (int rows : {1, 2, 8, 16}) {
       const Result r = bench(sh.descs, sh.out, sh.in, rows, repeats, stream.get());
       std::printf("%-34s %5d %4d %9.2f %9.0f %7.1f%%\n", sh.name, sh.descs, rows, r.us, r.gbs,
+                  100.0 * r.gbs / kH200DatasheetGBs);
+    }
+  // EXL3 at the Spark mix: six experts of K 2, 3, 5, 2, 3, 2 (2.83 bits per weight) per step, and
+  // single-K batches to compare with exl3_gemv's host-list table (docs/perf.md).
+  std::printf("%-34s %5s %4s %9s %9s %8s\n", "case (grouped exl3)", "descs", "rows", "us(graph)",
+              "GB/s", "%4.8TB");
+  struct XCase {
+    const char* name;
+    int descs, per_expert;
+    int64_t out, in;
+    std::vector<int> Ks;
+  };
+  const XCase xcases[] = {{"gate+up 6 experts K mix 2/3/5", 12, 2, 2304, 5120, {2, 3, 5, 2, 3, 2}},
+                          {"down 6 experts K mix 2/3/5", 6, 1, 5120, 2304, {2, 3, 5, 2, 3, 2}},
+                          {"gate+up 6 experts K2", 12, 2, 2304, 5120, {2}},
+                          {"gate+up 6 experts K5", 12, 2, 2304, 5120, {5}},
+                          {"gate+up 32 experts K mix 2/3/5", 64, 2, 2304, 5120, {2, 3, 5, 2, 3, 2}}};
+  for (const XCase& c : xcases)
+    for (int rows : {1, 2, 8, 16}) {
+      const Result r =
+          bench_exl3(c.descs, c.per_expert, c.out, c.in, c.Ks, rows, repeats, stream.get());
+      std::printf("%-34s %5d %4d %9.2f %9.0f %7.1f%%\n", c.name, c.descs, rows, r.us, r.gbs,
                   100.0 * r.gbs / kH200DatasheetGBs);
     }
   return 0;
