@@ -1,7 +1,9 @@
-// dsv41_make_synthetic DIR --layers N --experts E [--tiny] [--seed S] [--shard-gib G]
+// dsv41_make_synthetic DIR --layers N --experts E [--tiny] [--exl3] [--seed S] [--shard-gib G]
 //                      [--forward T] [--no-write]
 // Writes a random-weight checkpoint in the released format (synthetic_checkpoint.hpp) and prints
-// the byte total and the wall time. --tiny ignores --layers / --experts (the CPU-test geometry).
+// the byte total and the wall time. --exl3 writes the routed experts as EXL3 banks + plan (the
+// Spark layout, K mix 2/3/5 at ~2.77 bpw) instead of FP4, and prints the bank bytes apart. --tiny
+// ignores --layers / --experts (the CPU-test geometry).
 // --forward T then loads DIR with the CPU Transformer (all cores) and runs a T-token prefill,
 // printing the load / forward seconds and the logits' RMS, max |x| and non-finite count;
 // --no-write only checks an existing DIR.
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "synthetic/synthetic_checkpoint.hpp"
+#include "synthetic/synthetic_exl3.hpp"
 #ifdef DSV41_SYNTH_WITH_MODEL
 #include "model/transformer.hpp"
 #endif
@@ -60,8 +63,8 @@ int check_forward(const std::string& dir, int tokens) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: dsv41_make_synthetic DIR --layers N --experts E [--tiny] [--seed S] "
-               "[--shard-gib G] [--forward T] [--no-write]\n");
+               "usage: dsv41_make_synthetic DIR --layers N --experts E [--tiny] [--exl3] "
+               "[--seed S] [--shard-gib G] [--forward T] [--no-write]\n");
   return 2;
 }
 
@@ -75,6 +78,7 @@ int main(int argc, char** argv) {
   double shard_gib = 0.0;
   int forward_tokens = 0;
   bool write = true;
+  dsv41::synth::SyntheticExl3 exl3;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
@@ -90,6 +94,8 @@ int main(int argc, char** argv) {
       forward_tokens = std::atoi(argv[++i]);
     } else if (a == "--no-write") {
       write = false;
+    } else if (a == "--exl3") {
+      exl3.enabled = true;
     } else if (a == "--tiny") {
       tiny = true;
     } else if (!a.empty() && a[0] != '-' && dir.empty()) {
@@ -104,14 +110,22 @@ int main(int argc, char** argv) {
     SyntheticGeometry g =
         tiny ? SyntheticGeometry::tiny() : SyntheticGeometry::released(layers, experts);
     if (shard_gib > 0) g.shard_bytes = static_cast<uint64_t>(shard_gib * (1ull << 30));
-    const uint64_t bytes = dsv41::synth::synthetic_data_bytes(g);
+    const uint64_t shard_bytes = dsv41::synth::synthetic_data_bytes(g, exl3);
+    const uint64_t bank_bytes = exl3.enabled ? dsv41::synth::exl3_bank_bytes(g, exl3) : 0;
+    const uint64_t bytes = shard_bytes + bank_bytes;
+    std::printf("%s: %d layers, %d experts, %.3f GB of shard data", dir.c_str(),
+                g.num_hidden_layers, g.n_routed_experts, shard_bytes / 1e9);
+    if (exl3.enabled)
+      std::printf(" + %.3f GB of EXL3 banks (mean %.4f bpw)", bank_bytes / 1e9,
+                  dsv41::synth::exl3_mean_bpw(g, exl3));
+    std::printf("\nshard_bytes %llu bank_bytes %llu\n",
+                static_cast<unsigned long long>(shard_bytes),
+                static_cast<unsigned long long>(bank_bytes));
+    std::fflush(stdout);
     if (write) {
-      std::printf("writing %s: %d layers, %d experts, %.3f GB of tensor data\n", dir.c_str(),
-                  g.num_hidden_layers, g.n_routed_experts, bytes / 1e9);
-      std::fflush(stdout);
       const auto t0 = std::chrono::steady_clock::now();
-      dsv41::synth::write_synthetic_checkpoint(dir, g, seed);
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      dsv41::synth::write_synthetic_checkpoint(dir, g, seed, exl3);
+      const double s = seconds_since(t0);
       std::printf("total_bytes %llu seconds %.2f GB/s %.2f\n",
                   static_cast<unsigned long long>(bytes), s, bytes / 1e9 / s);
     }

@@ -62,6 +62,8 @@ enum class Fill : uint8_t {
   kUniform,   // F32 i.i.d. U(value - sigma, value + sigma)
   kE4m3Code,  // e4m3 codes ~ N(0, sigma) rounded, never NaN (0x7F / 0xFF)
   kE2m1Pair,  // bytes of two e2m1 codes ~ N(0, sigma) rounded
+  kBits,      // raw random bits, any dtype (an EXL3 trellis: every bit pattern decodes)
+  kSign,      // BF16 / F16 / F32 +value or -value, equal odds (EXL3 suh / svh)
 };
 
 struct SyntheticTensor {
@@ -69,24 +71,43 @@ struct SyntheticTensor {
   DType dtype = DType::kBF16;
   std::vector<int64_t> shape;
   Fill fill = Fill::kConst;
-  double value = 0.0;  // kConst: the value (E8M0: the byte); kUniform: the centre
+  double value = 0.0;  // kConst: the value (E8M0: the byte); kUniform: the centre; kSign: |x|
   double sigma = 0.0;  // kNormal / kE4m3Code / kE2m1Pair: code std; kUniform: half width
   uint64_t nbytes() const;
+};
+
+// The Spark layout (docs/formats/exl3.md "Spark banks and the allocation plan"): every routed
+// expert of every layer is an EXL3 MUL1 expert in DIR/exl3/qn/K<K>/L<LL>.safetensors, named by
+// the plan DIR/exl3/plan/plan.json, and has no release FP4 tensors. K in {2, 3, 5} per expert:
+// per layer the counts whose mean is nearest mean_bpw, every K present at >= 3 experts, ties to
+// the K5 count nearest k5_fraction x experts (synthetic_exl3.hpp).
+struct SyntheticExl3 {
+  bool enabled = false;
+  double mean_bpw = 2.77;     // the Spark checkpoint's average (spec exl3-format.md §4.1)
+  double k5_fraction = 0.15;  // 2.77 = 0.55 x 2 + 0.30 x 3 + 0.15 x 5 (+0.02)
+  // Throws kInvalidArgument naming the field: mean_bpw outside [2, 5], k5_fraction outside [0, 1].
+  void validate() const;
 };
 
 // The full tensor list in file order (embed, layers 0..L-1, norm, head). Weight RMS per row is
 // 1/sqrt(in) for every FP8 / FP4 / BF16 matrix (code RMS x 2^(scale - 127)). Throws on a
 // geometry the config validator would reject (bad role lists, in not divisible by 32 for FP4).
-std::vector<SyntheticTensor> synthetic_tensors(const SyntheticGeometry& g);
-// Sum of nbytes() over synthetic_tensors(g): the checkpoint's data bytes (no headers).
-uint64_t synthetic_data_bytes(const SyntheticGeometry& g);
+// exl3.enabled: without the routed experts (layers.L.ffn.experts.E.*), which live in the banks.
+std::vector<SyntheticTensor> synthetic_tensors(const SyntheticGeometry& g,
+                                               const SyntheticExl3& exl3 = {});
+// Sum of nbytes() over synthetic_tensors(g, exl3): the shards' data bytes (no headers; the EXL3
+// banks are exl3_bank_bytes in synthetic_exl3.hpp).
+uint64_t synthetic_data_bytes(const SyntheticGeometry& g, const SyntheticExl3& exl3 = {});
 // config.json text (released nested layout, text_config only, engram_layer_ids []).
 std::string synthetic_config_json(const SyntheticGeometry& g);
 
 // Writes DIR/config.json, DIR/model-0000N-of-0000M.safetensors and
-// DIR/model.safetensors.index.json (DIR is created). Deterministic in (g, seed). Generates on all
-// hardware threads with positional writes; throws detail::Failure (kIo / kInvalidArgument)
-// naming the path or tensor.
-void write_synthetic_checkpoint(const std::string& dir, const SyntheticGeometry& g, uint64_t seed);
+// DIR/model.safetensors.index.json (DIR is created), with exl3.enabled also the bank files and
+// DIR/exl3/plan/plan.json (without, a plan.json left there by an earlier run is removed, so the
+// directory does not load as a Spark checkpoint). Deterministic in (g, exl3, seed). Generates on
+// all hardware threads with positional writes; throws detail::Failure (kIo / kInvalidArgument)
+// naming the path, tensor or option field.
+void write_synthetic_checkpoint(const std::string& dir, const SyntheticGeometry& g, uint64_t seed,
+                                const SyntheticExl3& exl3 = {});
 
 }  // namespace dsv41::synth

@@ -148,8 +148,10 @@ void check_roles(const SyntheticGeometry& g) {
 
 }  // namespace
 
-std::vector<SyntheticTensor> synthetic_tensors(const SyntheticGeometry& g) {
+std::vector<SyntheticTensor> synthetic_tensors(const SyntheticGeometry& g,
+                                               const SyntheticExl3& exl3) {
   check_roles(g);
+  exl3.validate();
   std::vector<SyntheticTensor> out;
   ListBuilder b(&out);
   const int64_t D = g.hidden_size, V = g.vocab_size, hc = g.hc_mult;
@@ -198,7 +200,7 @@ std::vector<SyntheticTensor> synthetic_tensors(const SyntheticGeometry& g) {
     b.bf16(f + "gate.weight", E, D);  // router N(0, 1/sqrt(D)), E wide (not 384)
     b.f32_const(f + "gate.bias", E, 0.0);
     b.f32_const(f + "gate.bias_vl", E, 0.0);
-    for (int64_t e = 0; e < E; ++e) {
+    for (int64_t e = 0; e < (exl3.enabled ? 0 : E); ++e) {  // else in the EXL3 banks
       const std::string x = fmt::format("{}experts.{}.", f, e);
       b.fp4(x + "w1", I, D);
       b.fp4(x + "w2", D, I);
@@ -217,9 +219,9 @@ std::vector<SyntheticTensor> synthetic_tensors(const SyntheticGeometry& g) {
   return out;
 }
 
-uint64_t synthetic_data_bytes(const SyntheticGeometry& g) {
+uint64_t synthetic_data_bytes(const SyntheticGeometry& g, const SyntheticExl3& exl3) {
   uint64_t n = 0;
-  for (const SyntheticTensor& t : synthetic_tensors(g)) n += t.nbytes();
+  for (const SyntheticTensor& t : synthetic_tensors(g, exl3)) n += t.nbytes();
   return n;
 }
 

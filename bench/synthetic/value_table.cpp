@@ -1,6 +1,7 @@
 #include "synthetic/value_table.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 
@@ -101,6 +102,11 @@ ValueTable ValueTable::make(const SyntheticTensor& t) {
       } else if (t.dtype == DType::kF32) {
         put(&v.table_, 0, static_cast<float>(t.value));
         v.rms_ = std::fabs(t.value);
+      } else if (t.dtype == DType::kI32) {
+        DSV41_CHECK(t.value >= INT32_MIN && t.value <= INT32_MAX && t.value == std::trunc(t.value),
+                    kInvalidArgument, "synthetic tensor '{}': {} is not an int32", t.name, t.value);
+        put(&v.table_, 0, static_cast<int32_t>(t.value));
+        v.rms_ = std::fabs(t.value);
       } else if (t.dtype == DType::kF8E8M0 || t.dtype == DType::kU8 || t.dtype == DType::kI8) {
         DSV41_CHECK(t.value >= 0 && t.value < 255, kInvalidArgument,
                     "synthetic tensor '{}': byte {} outside [0, 255) (0xFF is the E8M0 NaN)",
@@ -173,6 +179,36 @@ ValueTable ValueTable::make(const SyntheticTensor& t) {
       v.rms_ = rms_of(x);
       return v;
     }
+    case Fill::kBits:
+      v.bits_ = true;
+      v.rms_ = 0.0;  // not a value distribution
+      return v;
+    case Fill::kSign: {
+      // Entries [0, 32768) are +|x|, the rest -|x|: one random bit per element.
+      std::vector<uint8_t> plus(v.elem_), minus(v.elem_);
+      const float x = static_cast<float>(std::fabs(t.value));
+      if (t.dtype == DType::kF16) {
+        const uint16_t h = f32_to_f16(x);
+        std::memcpy(plus.data(), &h, 2);
+        v.rms_ = f16_to_f32(h);
+      } else if (t.dtype == DType::kBF16) {
+        const uint16_t h = f32_to_bf16(x);
+        std::memcpy(plus.data(), &h, 2);
+        v.rms_ = bf16_to_f32(h);
+      } else if (t.dtype == DType::kF32) {
+        std::memcpy(plus.data(), &x, 4);
+        v.rms_ = x;
+      } else {
+        bad();
+      }
+      minus = plus;
+      minus[v.elem_ - 1] ^= 0x80;  // the sign bit of the little-endian float
+      v.table_.resize(kEntries * v.elem_);
+      for (size_t u = 0; u < kEntries; ++u)
+        std::memcpy(v.table_.data() + u * v.elem_, (u < kEntries / 2 ? plus : minus).data(),
+                    v.elem_);
+      return v;
+    }
   }
   bad();
   return v;
@@ -182,6 +218,18 @@ void ValueTable::fill(uint8_t* dst, size_t n, uint64_t stream) const {
   DSV41_CHECK(n % elem_ == 0, kInternal, "ValueTable::fill: {} bytes is not a multiple of {}", n,
               elem_);
   const size_t count = n / elem_;
+  if (bits_) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      const uint64_t r = splitmix64(&stream);
+      std::memcpy(dst + i, &r, 8);
+    }
+    if (i < n) {
+      const uint64_t r = splitmix64(&stream);
+      std::memcpy(dst + i, &r, n - i);
+    }
+    return;
+  }
   if (constant_) {
     if (elem_ == 1) {
       std::memset(dst, table_[0], n);

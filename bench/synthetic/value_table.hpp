@@ -2,6 +2,7 @@
 // random bits to one element through a 65,536-entry table of inverse-normal quantiles
 // (u + 0.5) / 65536, encoded in the tensor's dtype; the code std is calibrated so that the
 // decoded table RMS equals the requested sigma (rounding to e4m3 / e2m1 / bf16 changes it).
+// kBits writes the stream's words directly (~8 B per splitmix64 step, the EXL3 trellis bulk).
 #pragma once
 
 #include <cstddef>
@@ -26,6 +27,7 @@ class ValueTable {
  private:
   size_t elem_ = 1;
   bool constant_ = false;
+  bool bits_ = false;  // kBits: the splitmix64 words themselves, no table
   double rms_ = 0.0;
   std::vector<uint8_t> table_;  // elem_ bytes (kConst) or 65536 x elem_ bytes
 };

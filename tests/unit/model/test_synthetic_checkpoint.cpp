@@ -1,18 +1,24 @@
 // bench/synthetic: the tiny synthetic checkpoint loads through Transformer::load (every tensor
 // bound, none left over) and gives finite logits; the released geometry's config validates to the
 // released roles, its tensor shapes match spec §1.5 and its byte total matches the hand count.
+// With SyntheticExl3 (the Spark layout) the routed experts come from EXL3 banks instead of FP4.
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "config/model_config.hpp"
+#include "exl3/exl3_linear.hpp"
 #include "model/transformer.hpp"
 #include "synthetic/synthetic_checkpoint.hpp"
+#include "synthetic/synthetic_exl3.hpp"
 #include "synthetic/value_table.hpp"
 
 namespace dsv41 {
@@ -37,6 +43,24 @@ std::string read_bytes(const fs::path& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// Every regular file under `dir`, relative path -> bytes.
+std::map<std::string, std::string> tree_bytes(const fs::path& dir) {
+  std::map<std::string, std::string> m;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) m[fs::relative(e.path(), dir).string()] = read_bytes(e.path());
+  return m;
+}
+
+double logit_rms(const std::vector<float>& logits) {
+  double sq = 0.0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    INFO("logit " << i << " = " << logits[i]);
+    REQUIRE(std::isfinite(logits[i]));
+    sq += double(logits[i]) * logits[i];
+  }
+  return std::sqrt(sq / logits.size());
 }
 
 std::map<std::string, SyntheticTensor> by_name(const SyntheticGeometry& g) {
@@ -221,6 +245,160 @@ TEST_CASE("synthetic released geometry: roles, shapes and the byte total", "[uni
   Result<ModelConfig> c8 = ModelConfig::parse(synth::synthetic_config_json(s), "config.json");
   REQUIRE(c8.is_ok());
   REQUIRE(c8->validate().is_ok());
+}
+
+TEST_CASE("synthetic EXL3 tiny checkpoint: bank experts load, FP4 absent, forward finite",
+          "[unit]") {
+  const SyntheticGeometry g = SyntheticGeometry::tiny();  // 8 layers x 4 experts, 64 -> 128
+  synth::SyntheticExl3 x;
+  x.enabled = true;
+  ScratchDir a("exl3a"), b("exl3b");
+  synth::write_synthetic_checkpoint(a.dir.string(), g, 7, x);
+  REQUIRE(fs::exists(a.dir / "exl3/plan/plan.json"));
+  REQUIRE(fs::exists(a.dir / "exl3/qn/K5/L07.safetensors"));
+  const std::string index = read_bytes(a.dir / "model.safetensors.index.json");
+  REQUIRE(index.find(".ffn.experts.") == std::string::npos);
+
+  auto m = Transformer::load(a.dir.string(), 2);
+  const Checkpoint& ck = m->checkpoint();
+  const std::vector<SyntheticTensor> ts = synth::synthetic_tensors(g, x);
+  REQUIRE(ck.names().size() == ts.size());
+  for (const std::string& name : ck.names()) {
+    INFO(name);
+    REQUIRE(name.find(".ffn.experts.") == std::string::npos);
+  }
+  uint64_t bytes = 0;
+  for (const SyntheticTensor& t : ts) bytes += ck.get(t.name).nbytes();
+  REQUIRE(bytes == synth::synthetic_data_bytes(g, x));
+  for (const auto& grp : m->weights().ignored) {
+    INFO(grp.prefix);
+    REQUIRE(grp.count == 0);
+  }
+
+  const exl3::ExpertBank* bank = m->expert_bank();
+  REQUIRE(bank != nullptr);
+  REQUIRE(bank->expert_count() == size_t{8 * 4});
+  for (int l = 0; l < g.num_hidden_layers; ++l) {
+    const std::vector<int> k = synth::exl3_expert_k(g, x, l);
+    REQUIRE(std::set<int>(k.begin(), k.end()) == std::set<int>{2, 3, 5});  // routing meets all
+    for (int e = 0; e < g.n_routed_experts; ++e) {
+      INFO("layer " << l << " expert " << e << " planned K" << k[e]);
+      const exl3::BankExpert* be = bank->find(l, e);
+      REQUIRE(be != nullptr);
+      REQUIRE(be->K == k[e]);
+      REQUIRE(be->proj[0].k == 128);  // pad128(hidden 64)
+      REQUIRE(be->proj[0].n == 128);  // pad128(inter 64)
+    }
+  }
+  REQUIRE(bank->bytes_in(bank->range()) == synth::exl3_bank_bytes(g, x));
+
+  SequenceState st = m->new_sequence();
+  const std::vector<int32_t> ids = {5, 77, 300, 2, 599};
+  const std::vector<float> logits = m->forward(st, ids);
+  REQUIRE(logits.size() == ids.size() * static_cast<size_t>(g.vocab_size));
+  const double rms = logit_rms(logits);
+  INFO("logit rms " << rms);
+  REQUIRE(rms > 0.1);
+  REQUIRE(rms < 10.0);
+
+  synth::write_synthetic_checkpoint(b.dir.string(), g, 7, x);
+  const auto ta = tree_bytes(a.dir), tb = tree_bytes(b.dir);
+  REQUIRE(ta.size() == tb.size());
+  for (const auto& [rel, data] : ta) {
+    INFO(rel);
+    REQUIRE(tb.count(rel) == 1);
+    REQUIRE(tb.at(rel) == data);
+  }
+}
+
+TEST_CASE("synthetic EXL3 values: W = suh.H.W^.H.svh has element RMS 1/sqrt(in)", "[unit]") {
+  // hidden 64 -> 128 padded, inter 160 -> 256: both padding directions, unequal in / out.
+  SyntheticGeometry g = SyntheticGeometry::tiny();
+  g.moe_intermediate_size = 160;
+  synth::SyntheticExl3 x;
+  x.enabled = true;
+  ScratchDir d("exl3v");
+  synth::write_synthetic_checkpoint(d.dir.string(), g, 3, x);
+  const std::vector<int> k = synth::exl3_expert_k(g, x, 0);
+  for (int e = 0; e < g.n_routed_experts; ++e) {
+    const std::string file =
+        (d.dir / ("exl3/qn/K" + std::to_string(k[e]) + "/L00.safetensors")).string();
+    auto f = SafetensorsFile::open(file);
+    for (const char* w : {"w1", "w3", "w2"}) {
+      const bool down = std::string(w) == "w2";
+      const int64_t in = down ? 160 : 64, out = down ? 64 : 160;
+      const std::string prefix = "layers.0.ffn.experts." + std::to_string(e) + "." + w;
+      const exl3::Exl3Tensor t = exl3::load_exl3_tensor(*f, prefix);
+      REQUIRE(t.codebook == exl3::Codebook::kMul1);
+      REQUIRE(t.k == (down ? 256 : 128));
+      REQUIRE(t.n == (down ? 128 : 256));
+      const std::vector<float> W = exl3::reconstruct_weight(t);  // [k, n]
+      double sq = 0.0;
+      for (int64_t i = 0; i < in; ++i)
+        for (int64_t o = 0; o < out; ++o) sq += double(W[i * t.n + o]) * W[i * t.n + o];
+      const double rms = std::sqrt(sq / double(in * out)), want = 1.0 / std::sqrt(double(in));
+      INFO(prefix << " K" << t.K << ": rms " << rms << " want " << want << " ratio " << rms / want);
+      // >= 10,240 elements: sampling noise ~1 %; 5 % leaves room for trellis correlations.
+      REQUIRE(std::fabs(rms / want - 1.0) < 0.05);
+    }
+  }
+}
+
+TEST_CASE("synthetic EXL3 K mix: counts, mean bpw and the released byte totals", "[unit]") {
+  synth::SyntheticExl3 x;
+  x.enabled = true;
+  const std::map<int, std::array<int, 3>> want = {
+      {4, {2, 1, 1}}, {8, {4, 3, 1}}, {32, {17, 10, 5}}, {384, {204, 122, 58}}};
+  for (const auto& [E, n] : want) {
+    INFO(E << " experts");
+    REQUIRE(synth::exl3_k_counts(E, x) == n);
+  }
+  // From 10 experts on the mix is within 0.05 bpw of 2.77 with every K present (a bit total
+  // lands within 0.5 of 2.77·E; all three K need 2E + 4 bits, i.e. E >= 5).
+  for (int E = 10; E <= 400; ++E) {
+    const std::array<int, 3> n = synth::exl3_k_counts(E, x);
+    const double mean = (2.0 * n[0] + 3.0 * n[1] + 5.0 * n[2]) / E;
+    INFO(E << " experts: " << n[0] << " / " << n[1] << " / " << n[2] << " -> " << mean << " bpw");
+    REQUIRE(n[0] + n[1] + n[2] == E);
+    REQUIRE(std::min({n[0], n[1], n[2]}) >= 1);
+    REQUIRE(std::fabs(mean - 2.77) < 0.05);
+  }
+
+  const SyntheticGeometry g = SyntheticGeometry::released(40, 32);
+  REQUIRE(std::fabs(synth::exl3_mean_bpw(g, x) - 2.78125) < 1e-12);  // 89 bits / 32
+  // Per expert (docs/formats/exl3.md): 8,891,916 B at K2, 13,315,596 at K3, 22,162,956 at K5;
+  // a layer of 17 / 10 / 5 = 395,133,312 B; x 40 layers:
+  REQUIRE(synth::exl3_bank_bytes(g, x) == uint64_t{15805332480});
+  // The shards lose 40 x 32 FP4 experts of 18,800,640 B: 33,452,232,128 - 24,064,819,200.
+  REQUIRE(synth::synthetic_data_bytes(g, x) == uint64_t{9387412928});
+  const std::vector<synth::BankFile> files = synth::exl3_bank_files(g, x);
+  REQUIRE(files.size() == 120);  // 40 layers x {K2, K3, K5}
+  REQUIRE(files[0].rel_path.find("exl3/qn/K2/L00.safetensors") == 0);
+  std::map<std::string, SyntheticTensor> t;
+  for (const synth::BankFile& f : files)
+    for (const SyntheticTensor& s : f.tensors) t[s.name] = s;
+  const int K = synth::exl3_expert_k(g, x, 39)[31];
+  const std::string p = "layers.39.ffn.experts.31.";
+  REQUIRE(t.at(p + "w1.trellis").shape == std::vector<int64_t>{320, 144, 16 * K});
+  REQUIRE(t.at(p + "w2.trellis").shape == std::vector<int64_t>{144, 320, 16 * K});
+  REQUIRE(t.at(p + "w3.suh").shape == std::vector<int64_t>{5120});
+  REQUIRE(t.at(p + "w2.svh").shape == std::vector<int64_t>{5120});
+  REQUIRE(t.at(p + "w2.mul1").shape.empty());
+}
+
+TEST_CASE("synthetic EXL3 options: a bad field is named", "[unit]") {
+  using Catch::Matchers::Contains;
+  const SyntheticGeometry g = SyntheticGeometry::tiny();
+  synth::SyntheticExl3 x;
+  x.enabled = true;
+  x.mean_bpw = 6.0;
+  ScratchDir d("exl3bad");
+  REQUIRE_THROWS_WITH(synth::write_synthetic_checkpoint(d.dir.string(), g, 1, x),
+                      Contains("SyntheticExl3.mean_bpw = 6"));
+  REQUIRE_FALSE(fs::exists(d.dir));  // checked before anything is written
+  x.mean_bpw = 2.77;
+  x.k5_fraction = -0.1;
+  REQUIRE_THROWS_WITH(synth::exl3_bank_bytes(g, x), Contains("SyntheticExl3.k5_fraction"));
 }
 
 }  // namespace dsv41
