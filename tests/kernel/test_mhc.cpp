@@ -12,6 +12,7 @@
 #include "dsv41k/mhc.hpp"
 #include "kernel/kernel_check.hpp"
 #include "model/mhc.hpp"
+#include "model/rms_norm.hpp"
 
 namespace dsv41::test {
 namespace {
@@ -133,6 +134,104 @@ void run_collapse_expand(int64_t T, int hc, int64_t D) {
 }
 
 }  // namespace
+
+// hc_site = hc_mixes + hc_collapse (with the previous pre) + rms_norm, against the three CPU
+// functions. Mixes: kMixAbsTol (same reasoning). xn: the collapse is bit-equal and the fp64 sum of
+// squares differs only in order, so inv is equal or one ulp off: <= 2 ulp of xn, 5e-7 relative
+// as rms_norm's own bound. Called `calls` times on the same workspace (its counters must reset).
+void run_site(int64_t T, int hc, int64_t D, int iters, bool with_norm_w, int calls = 2) {
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 rng(seed);
+  HcShape s;
+  s.hc = hc;
+  s.dim = D;
+  s.sinkhorn_iters = iters;
+  const int mix = s.mix_dim();
+  const int64_t flat = hc * D;
+  std::vector<float> H = random_normal(static_cast<size_t>(T * flat), rng);
+  for (auto& v : H) v *= 3.0f;
+  HcSiteWeights w;
+  w.fn = random_normal(static_cast<size_t>(mix * flat), rng);
+  const float fs = 1.0f / std::sqrt(static_cast<float>(flat));
+  for (auto& v : w.fn) v *= fs;
+  w.base = random_normal(static_cast<size_t>(mix), rng);
+  w.scale = {0.7f, 1.3f, 2.0f};
+  const std::vector<float> pre_prev = random_normal(static_cast<size_t>(T * hc), rng);
+  std::vector<float> norm_w = random_normal(static_cast<size_t>(D), rng);
+  const HcMixes want = hc_mixes(w, s, H.data(), T, nullptr);
+  std::vector<float> x(static_cast<size_t>(T * D)), want_xn(x.size());
+  hc_collapse(H.data(), pre_prev.data(), s, T, x.data());
+  rms_norm(x.data(), with_norm_w ? norm_w.data() : nullptr, T, D, s.norm_eps, want_xn.data());
+
+  cuda::CudaStream stream;
+  cuda::DeviceBuffer dH = upload(H), dfn = upload(w.fn), dbase = upload(w.base),
+                     dscale = upload(w.scale), dprev = upload(pre_prev), dw = upload(norm_w);
+  const size_t wsb = kernels::hc_site_workspace_bytes(T, hc, D);
+  REQUIRE(wsb > 0);
+  cuda::DeviceBuffer dws(wsb);
+  dws.fill_bytes(0);
+  const std::string ctx = fmt::format("T {} hc {} D {} iters {} norm_w {} seed {:#x}", T, hc, D,
+                                      iters, with_norm_w, seed);
+  for (int call = 0; call < calls; ++call) {
+    cuda::DeviceBuffer dpre = poisoned(T * hc), dpost = poisoned(T * hc),
+                       dcomb = poisoned(T * hc * hc), dxn = poisoned(T * D);
+    DSV41_CUDA_CHECK(kernels::hc_site(
+        dH.as<float>(), dfn.as<float>(), dbase.as<float>(), dscale.as<float>(), dprev.as<float>(),
+        with_norm_w ? dw.as<float>() : nullptr, dpre.as<float>(), dpost.as<float>(),
+        dcomb.as<float>(), dxn.as<float>(), T, hc, D, iters, s.hc_eps, s.norm_eps, dws.data(), wsb,
+        stream.get()));
+    stream.synchronize();
+    const std::string c = fmt::format("{} call {}", ctx, call);
+    auto check = [&](const char* what, const std::vector<float>& got,
+                     const std::vector<float>& ref) {
+      require_match(fmt::format("hc_site {} {}", what, c), got, ref,
+                    std::vector<double>(got.size(), kMixAbsTol), 1e-10);
+    };
+    check("pre", download(dpre, T * hc), want.pre);
+    check("post", download(dpost, T * hc), want.post);
+    check("comb", download(dcomb, T * hc * hc), want.comb);
+    std::vector<double> tol(want_xn.size());
+    for (size_t i = 0; i < tol.size(); ++i) tol[i] = 5e-7 * std::fabs(want_xn[i]) + 1e-38;
+    require_match("hc_site xn " + c, download(dxn, T * D), want_xn, tol, 1e-12);
+  }
+}
+
+TEST_CASE("hc_site matches hc_mixes + hc_collapse + rms_norm of the CPU", "[kernel][mhc]") {
+  if (skip_without_gpu()) return;
+  run_site(1, 1, 1, 1, true);       // degenerate
+  run_site(3, 2, 37, 5, false);     // odd sizes, no norm weight
+  run_site(2, 8, 1000, 20, true);   // the largest hc: the shared-memory finish
+  run_site(5, 4, 300, 20, true);    // flat < 2 splits' worth: one split
+  for (int64_t T : {1, 2, 7, 16, 300}) run_site(T, 4, 5120, 20, true);  // released hc 4, D 5120
+}
+
+TEST_CASE("hc_site rejects unsupported arguments", "[kernel][mhc]") {
+  float* p = reinterpret_cast<float*>(uintptr_t{256});
+  float* q = reinterpret_cast<float*>(uintptr_t{512});
+  void* ws = reinterpret_cast<void*>(uintptr_t{1024});
+  const size_t wsb = kernels::hc_site_workspace_bytes(4, 4, 64);
+  REQUIRE(wsb > 0);
+  CHECK(kernels::hc_site_workspace_bytes(0, 4, 64) == 0);
+  CHECK(kernels::hc_site_workspace_bytes(4, 9, 64) == 0);
+  using kernels::hc_site;
+  const auto call = [&](const float* H, const float* prev, float* pre, int64_t T, int hc,
+                        int64_t D, int iters, void* w, size_t wb) {
+    return hc_site(H, p, p, p, prev, nullptr, pre, q, q, q, T, hc, D, iters, 1e-6f, 1e-20f, w, wb,
+                   nullptr);
+  };
+  CHECK(call(p, p, q, 0, 4, 64, 20, ws, wsb) == cudaSuccess);  // T = 0: nothing to do
+  CHECK(call(nullptr, p, q, 1, 4, 64, 20, ws, wsb) == cudaErrorInvalidValue);
+  CHECK(call(p, q, q, 1, 4, 64, 20, ws, wsb) == cudaErrorInvalidValue);  // pre_prev == pre
+  CHECK(call(p, p, q, -1, 4, 64, 20, ws, wsb) == cudaErrorInvalidValue);
+  CHECK(call(p, p, q, 1, 0, 64, 20, ws, wsb) == cudaErrorInvalidValue);
+  CHECK(call(p, p, q, 1, 9, 64, 20, ws, wsb) == cudaErrorInvalidValue);
+  CHECK(call(p, p, q, 1, 4, 0, 20, ws, wsb) == cudaErrorInvalidValue);
+  CHECK(call(p, p, q, 1, 4, 64, 0, ws, wsb) == cudaErrorInvalidValue);
+  CHECK(call(p, p, q, 1, 4, 64, 20, nullptr, wsb) == cudaErrorInvalidValue);
+  CHECK(call(p, p, q, 1, 4, 64, 20, reinterpret_cast<uint8_t*>(ws) + 4, wsb) ==
+        cudaErrorInvalidValue);                                            // alignment
+  CHECK(call(p, p, q, 5, 4, 64, 20, ws, wsb) == cudaErrorInvalidValue);  // workspace too small
+}
 
 TEST_CASE("hc_mixes matches the CPU reference", "[kernel][mhc]") {
   if (skip_without_gpu()) return;

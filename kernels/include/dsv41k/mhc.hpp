@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace dsv41::kernels {
@@ -28,6 +29,21 @@ inline constexpr int kHcMaxStreams = 8;
 cudaError_t hc_mixes(const float* H, const float* fn, const float* base, const float* scale,
                      float* pre, float* post, float* comb, int64_t T, int hc, int64_t D,
                      int sinkhorn_iters, float hc_eps, float norm_eps, cudaStream_t stream);
+
+// One site before its sublayer, fused into one launch (the forward pass's form of hc_mixes +
+// hc_collapse + rms_norm, same op sequences):
+//   pre, post, comb  = hc_mixes(H, fn, base, scale)                    (this site's mixes)
+//   xn [T, D]        = rms_norm(Σ_j pre_prev[t, j] · H[t, j, :], eps) · norm_w   (norm_w may be null)
+// pre_prev [T, hc] is the previous site's pre (the collapse does not wait for this site's mixes).
+// workspace: hc_site_workspace_bytes(max_T, hc, D) bytes for any T <= max_T, 16-byte aligned,
+// zeroed once after allocation (each call leaves its counters at zero), used by no concurrent
+// call. Needs hc_mixes' conditions, non-null outputs not aliasing the inputs, pre_prev != pre.
+size_t hc_site_workspace_bytes(int64_t max_T, int hc, int64_t D);
+cudaError_t hc_site(const float* H, const float* fn, const float* base, const float* scale,
+                    const float* pre_prev, const float* norm_w, float* pre, float* post,
+                    float* comb, float* xn, int64_t T, int hc, int64_t D, int sinkhorn_iters,
+                    float hc_eps, float norm_eps, void* workspace, size_t workspace_bytes,
+                    cudaStream_t stream);
 
 // x[t, d] = Σ_j pre[t, j] · H[t, j, d] (= dsv41::hc_collapse), j ascending, fp32 unfused.
 //   H [T, hc, D], pre [T, hc], x [T, D] (x must not alias H).

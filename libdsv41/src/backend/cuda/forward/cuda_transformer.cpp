@@ -276,6 +276,9 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
   float* pre_f = ws.pre_f.as<float>();
   float* post_f = ws.post_f.as<float>();
   float* comb_f = ws.comb_f.as<float>();
+  // Each site's mixes, collapse (with the previous site's pre) and norm: one hc_site launch.
+  void* site_ws = ws.hc_site_ws.data();
+  const size_t site_ws_bytes = ws.hc_site_ws.bytes();
   for (size_t li = 0; li < layers_.size(); ++li) {
     const int l = static_cast<int>(li);
     const Layer& L = *layers_[li];
@@ -289,23 +292,21 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
       profile_mark(profile_, "engram", s);
     }
     // Attention site: mixes of the entering H; collapse with the previous site's pre.
-    check_launch(kernels::hc_mixes(H, L.hc_attn_fn.as<float>(), L.hc_attn_base.as<float>(),
-                                   L.hc_attn_scale.as<float>(), pre_a, post_a, comb_a, T, hc, D,
-                                   t.hc_sinkhorn_iters, hc_eps, eps, s),
-                 l, "hc_mixes attn");
-    check_launch(kernels::hc_collapse(H, pre, x, T, hc, D, s), l, "hc_collapse attn");
-    check_launch(kernels::rms_norm(x, L.attn_norm.as<float>(), xn, T, D, eps, s), l, "attn_norm");
+    check_launch(kernels::hc_site(H, L.hc_attn_fn.as<float>(), L.hc_attn_base.as<float>(),
+                                  L.hc_attn_scale.as<float>(), pre, L.attn_norm.as<float>(), pre_a,
+                                  post_a, comb_a, xn, T, hc, D, t.hc_sinkhorn_iters, hc_eps, eps,
+                                  site_ws, site_ws_bytes, s),
+                 l, "hc_site attn (mixes, collapse, attn_norm)");
     profile_mark(profile_, "mhc+norm", s);
     L.attn.forward(xn, T, pos0, seq, ws, y, s, profile_);
     profile_mark(profile_, "attn out proj", s);
     check_launch(kernels::hc_expand(y, H, post_a, comb_a, Hmid, T, hc, D, s), l, "hc_expand attn");
     // FFN site: collapse with the attention site's pre.
-    check_launch(kernels::hc_mixes(Hmid, L.hc_ffn_fn.as<float>(), L.hc_ffn_base.as<float>(),
-                                   L.hc_ffn_scale.as<float>(), pre_f, post_f, comb_f, T, hc, D,
-                                   t.hc_sinkhorn_iters, hc_eps, eps, s),
-                 l, "hc_mixes ffn");
-    check_launch(kernels::hc_collapse(Hmid, pre_a, x, T, hc, D, s), l, "hc_collapse ffn");
-    check_launch(kernels::rms_norm(x, L.ffn_norm.as<float>(), xn, T, D, eps, s), l, "ffn_norm");
+    check_launch(kernels::hc_site(Hmid, L.hc_ffn_fn.as<float>(), L.hc_ffn_base.as<float>(),
+                                  L.hc_ffn_scale.as<float>(), pre_a, L.ffn_norm.as<float>(), pre_f,
+                                  post_f, comb_f, xn, T, hc, D, t.hc_sinkhorn_iters, hc_eps, eps,
+                                  site_ws, site_ws_bytes, s),
+                 l, "hc_site ffn (mixes, collapse, ffn_norm)");
     profile_mark(profile_, "mhc+norm", s);
     L.ffn.forward(xn, T, dflags, ws, y, s, profile_);
     profile_mark(profile_, "moe combine", s);

@@ -5,6 +5,7 @@
 #include "config/model_config.hpp"
 #include "core/check.hpp"
 #include "dsv41k/attention.hpp"
+#include "dsv41k/mhc.hpp"
 #include "dsv41k/moe.hpp"
 #include "model/mhc.hpp"
 
@@ -43,6 +44,8 @@ ForwardWorkspace::ForwardWorkspace(const ModelConfig& cfg, int C, int64_t max_co
   comb_f = f32(C * hc * hc);
   x = f32(C * D);
   xn = f32(C * D);
+  hc_site_ws = DeviceBuffer(kernels::hc_site_workspace_bytes(C, static_cast<int>(hc), D));
+  hc_site_ws.fill_bytes(0);  // the counters start at zero; every call leaves them so
   y = f32(C * D);
   const int64_t heads = t.num_attention_heads;
   qr = f32(C * t.q_lora_rank);
@@ -110,6 +113,7 @@ ForwardWorkspace::ForwardWorkspace(const ModelConfig& cfg, int C, int64_t max_co
 
 uint64_t ForwardWorkspace::device_bytes() const {
   uint64_t b = 0;
+  b += hc_site_ws.bytes();
   for (const DeviceBuffer* p : {&H,           &Hmid,     &pre_init,   &pre_a,     &post_a,
                                 &comb_a,      &pre_f,    &post_f,     &comb_f,    &x,
                                 &xn,          &y,        &qr,         &q,         &o,

@@ -27,6 +27,7 @@ struct ForwardWorkspace {
   DeviceBuffer pre_a, post_a, comb_a;  // attention site [C, hc], [C, hc], [C, hc, hc]
   DeviceBuffer pre_f, post_f, comb_f;  // ffn site
   DeviceBuffer x, xn, y;               // [C, D]
+  DeviceBuffer hc_site_ws;             // hc_site's split partials and counters (zeroed once)
   // Attention (§2.2).
   DeviceBuffer qr;         // [C, q_lora]
   DeviceBuffer q, o;       // [C, heads, head_dim]

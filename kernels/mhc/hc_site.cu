@@ -1,0 +1,177 @@
+// One mHC site's work before its sublayer in one launch (spec model-architecture.md §3): the mixes
+// of H (= hc_mixes) and the sublayer input xn = rms_norm(hc_collapse(H, pre_prev)) · w, with the
+// CPU reference's op sequences (model/mhc.cpp, model/rms_norm.cpp). At decode the four separate
+// kernels (24-block projection, finish, collapse, norm) were ~33 us per site, 80 sites a step,
+// mostly launch gaps and one block per (token, row) streaming 80 KB (docs/perf.md).
+//
+// Grid: T collapse blocks first (they only need the previous site's pre, so they run beside the
+// projection), then T · mix · S projection blocks: block (t, r, s) sums the fp64 dot of mix row r
+// and the fp64 sum of squares over split s of the flattened streams and stores the partials; the
+// last block of token t to arrive (atomic counter, reset to 0 by it) adds the partials in split
+// order, forms m_r and runs the finish (sigmoids, Sinkhorn) with one warp. Deterministic: every
+// sum has a fixed order; the fp64 totals differ from the reference's sequential sums only by fp64
+// rounding (~1e-16 relative), as hc_mixes' do.
+#include <algorithm>
+
+#include "dsv41k/mhc.hpp"
+#include "mhc/hc_mix_ops.cuh"
+
+namespace dsv41::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+// Projection blocks aimed at per call: 4 per SM of a 132-SM H200, 11 per SM of a 48-SM GB10; a
+// split keeps >= 1024 values (4 per thread) so its fixed costs stay below its loads.
+constexpr int64_t kTargetBlocks = 528;
+constexpr int64_t kMaxSplits = 16;
+constexpr int64_t kMinSplitValues = 1024;
+
+int64_t splits_for(int64_t T, int mix, int64_t flat) {
+  const int64_t want = (kTargetBlocks + T * mix - 1) / (T * mix);
+  return std::max<int64_t>(1, std::min({want, kMaxSplits, flat / kMinSplitValues}));
+}
+
+size_t align256(size_t v) { return (v + 255) / 256 * 256; }
+
+// Workspace of one call: counters [T] uint32, dot partials [T, mix, S] and ss partials [T, S]
+// fp64.
+size_t bytes_for(int64_t T, int mix, int64_t S) {
+  return align256(static_cast<size_t>(T) * 4) + static_cast<size_t>(T * mix * S + T * S) * 8;
+}
+
+struct Args {
+  const float* H;  // [T, hc, D]
+  const float* fn;
+  const float* base;
+  const float* scale;
+  const float* pre_prev;  // [T, hc]
+  const float* norm_w;    // [D] or null
+  float* pre;
+  float* post;
+  float* comb;
+  float* xn;  // [T, D]
+  uint32_t* counters;
+  double* dot_part;
+  double* ss_part;
+  int64_t T, D, flat, S, chunk;
+  int hc, mix, iters;
+  float hc_eps, norm_eps;
+};
+
+// x = Σ_j pre_prev[t, j] · H[t, j, :] (acc from 0, j ascending, unfused: hc_collapse), then
+// xn = (x · inv) · w with inv = 1 / sqrt(fp32(Σx² / D) + eps), Σ in fp64 (rms_norm). x is kept in
+// xn between the two passes; each thread re-reads only its own elements.
+__device__ void collapse_norm(const Args& a, int64_t t, double* part) {
+  __shared__ float inv_s;
+  float p[kHcMaxStreams];
+#pragma unroll
+  for (int j = 0; j < kHcMaxStreams; ++j) p[j] = j < a.hc ? a.pre_prev[t * a.hc + j] : 0.0f;
+  const float* h = a.H + t * a.flat;
+  float* xr = a.xn + t * a.D;
+  double ss = 0.0, unused = 0.0;
+  for (int64_t d = threadIdx.x; d < a.D; d += kThreads) {
+    float acc = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kHcMaxStreams; ++j)  // unrolled: p stays in registers
+      if (j < a.hc) acc = __fadd_rn(acc, __fmul_rn(p[j], h[j * a.D + d]));
+    xr[d] = acc;
+    const double v = acc;
+    ss += v * v;
+  }
+  hcm::block_sum2<kThreads>(ss, unused, part);
+  if (threadIdx.x == 0) {
+    const float mean = static_cast<float>(ss / static_cast<double>(a.D));
+    inv_s = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(mean, a.norm_eps)));
+  }
+  __syncthreads();
+  const float inv = inv_s;
+  for (int64_t d = threadIdx.x; d < a.D; d += kThreads) {
+    const float v = __fmul_rn(xr[d], inv);
+    xr[d] = a.norm_w != nullptr ? __fmul_rn(v, a.norm_w[d]) : v;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) hc_site_kernel(const __grid_constant__ Args a) {
+  __shared__ double part[2 * kThreads / 32];
+  __shared__ float l[hcm::kHcMaxEntries];
+  __shared__ int last;
+  const int64_t b = blockIdx.x;
+  if (b < a.T) {
+    collapse_norm(a, b, part);
+    return;
+  }
+  const int64_t pb = b - a.T, per_token = a.mix * a.S;
+  const int64_t t = pb / per_token, rem = pb % per_token;
+  const int r = static_cast<int>(rem / a.S);
+  const int64_t s = rem % a.S;
+  const int64_t begin = s * a.chunk, end = min(a.flat, begin + a.chunk);
+  double dot = 0.0, ss = 0.0;
+  hcm::dot_and_squares<kThreads>(a.H + t * a.flat, a.fn + static_cast<int64_t>(r) * a.flat, begin,
+                                 end, dot, ss);
+  hcm::block_sum2<kThreads>(dot, ss, part);
+  if (threadIdx.x == 0) {
+    __stcg(a.dot_part + (t * a.mix + r) * a.S + s, dot);
+    if (r == 0) __stcg(a.ss_part + t * a.S + s, ss);
+    __threadfence();
+    last = atomicAdd(a.counters + t, 1u) == static_cast<uint32_t>(per_token - 1);
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  if (threadIdx.x < a.mix) {
+    double total_ss = 0.0, total_dot = 0.0;
+    for (int64_t i = 0; i < a.S; ++i) {
+      total_ss += __ldcg(a.ss_part + t * a.S + i);
+      total_dot += __ldcg(a.dot_part + (t * a.mix + threadIdx.x) * a.S + i);
+    }
+    *hcm::mix_slot(a.pre, a.post, a.comb, t, a.hc, threadIdx.x) =
+        hcm::mix_value(total_dot, total_ss, a.flat, a.norm_eps);
+  }
+  if (threadIdx.x == 0) a.counters[t] = 0;  // ready for the next call
+  __syncthreads();
+  if (threadIdx.x < 32)
+    hcm::finish_warp(a.base, a.scale, a.pre, a.post, a.comb, t, a.hc, a.iters, a.hc_eps,
+                     threadIdx.x, l);
+}
+
+}  // namespace
+
+size_t hc_site_workspace_bytes(int64_t max_T, int hc, int64_t D) {
+  if (max_T < 1 || hc < 1 || hc > kHcMaxStreams || D < 1) return 0;
+  const int mix = (2 + hc) * hc;
+  size_t most = 0;
+  for (int64_t T = 1; T <= max_T; ++T)
+    most = std::max(most, bytes_for(T, mix, splits_for(T, mix, hc * D)));
+  return most;
+}
+
+cudaError_t hc_site(const float* H, const float* fn, const float* base, const float* scale,
+                    const float* pre_prev, const float* norm_w, float* pre, float* post,
+                    float* comb, float* xn, int64_t T, int hc, int64_t D, int sinkhorn_iters,
+                    float hc_eps, float norm_eps, void* workspace, size_t workspace_bytes,
+                    cudaStream_t stream) {
+  if (H == nullptr || fn == nullptr || base == nullptr || scale == nullptr ||
+      pre_prev == nullptr || pre == nullptr || post == nullptr || comb == nullptr ||
+      xn == nullptr || workspace == nullptr || T < 0 || hc < 1 || hc > kHcMaxStreams || D < 1 ||
+      sinkhorn_iters < 1 || pre_prev == pre || (reinterpret_cast<uintptr_t>(workspace) & 15) != 0)
+    return cudaErrorInvalidValue;
+  if (T == 0) return cudaSuccess;
+  const int mix = (2 + hc) * hc;
+  const int64_t flat = hc * D, S = splits_for(T, mix, flat);
+  if (T > (int64_t{0x7FFFFFFF} - T) / (mix * S) || workspace_bytes < bytes_for(T, mix, S))
+    return cudaErrorInvalidValue;
+  auto* ws = static_cast<uint8_t*>(workspace);
+  Args a{};
+  a.H = H, a.fn = fn, a.base = base, a.scale = scale, a.pre_prev = pre_prev, a.norm_w = norm_w;
+  a.pre = pre, a.post = post, a.comb = comb, a.xn = xn;
+  a.counters = reinterpret_cast<uint32_t*>(ws);
+  a.dot_part = reinterpret_cast<double*>(ws + align256(static_cast<size_t>(T) * 4));
+  a.ss_part = a.dot_part + T * mix * S;
+  a.T = T, a.D = D, a.flat = flat, a.S = S, a.chunk = (flat + S - 1) / S;
+  a.hc = hc, a.mix = mix, a.iters = sinkhorn_iters;
+  a.hc_eps = hc_eps, a.norm_eps = norm_eps;
+  hc_site_kernel<<<static_cast<unsigned>(T + T * mix * S), kThreads, 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace dsv41::kernels
