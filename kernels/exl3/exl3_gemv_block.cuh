@@ -126,55 +126,69 @@ __device__ __forceinline__ void load_f16x4(const uint16_t* p, float (&v)[4]) {
   v[0] = s01.x, v[1] = s01.y, v[2] = s23.x, v[3] = s23.y;
 }
 
-// xh of 128-chunk `ch` for every row slot: B fragments (hi, lo) into xs, the scale exponent of
-// each row into ex. Rows >= m.rows get zeros (their accumulator columns are never stored).
+// xh of 128-chunk `ch` for row slot r (< kRows of the B-fragment layout): B fragments (hi, lo)
+// into xs, the row's scale exponent into ex[r] (lane 0). Rows >= m.rows get zeros (their
+// accumulator columns are never stored). su: the lane's 4 suh values of the chunk; in_x: whether
+// the lane's 4 columns lie inside x_cols. All 32 lanes must call it (shuffles).
+template <int kRows>
+__device__ __forceinline__ void transform_row(const MatrixIo& m, int ch, int lane, int r,
+                                              uint32_t* xs, int* ex, const float (&su)[4],
+                                              bool in_x) {
+  const int step = lane >> 2, p0 = 4 * (lane & 3);  // this lane's 4 values: step, positions p0..
+  const int c = (p0 & 7) >> 1, slot = p0 >> 3;      // pairs (p0, p0+1) -> c, (p0+2, p0+3) -> c+1
+  float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  int e = 0;
+  if (r < m.rows) {
+    if (in_x) {
+      const int64_t col = int64_t{ch} * 128 + 4 * lane;
+      const float4 xv = __ldg(reinterpret_cast<const float4*>(m.x + r * m.x_cols + col));
+      v[0] = xv.x * su[0], v[1] = xv.y * su[1], v[2] = xv.z * su[2], v[3] = xv.w * su[3];
+    }
+    butterflies128(v, lane);
+    float mx = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      v[i] *= kInvSqrt128;
+      mx = fmaxf(mx, fabsf(v[i]));
+    }
+#pragma unroll
+    for (int s = 16; s >= 1; s >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, s));
+    if (mx > 0.0f && mx <= 3.0e38f) {
+      const int be = ((__float_as_int(mx) >> 23) & 0xFF) - 127;  // floor(log2) for normals
+      e = min(60, max(-60, 13 - max(be, -126)));
+    }
+    const float sc = pow2f(e);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] *= sc;
+  }
+  float hi[4], lo[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    hi[i] = __half2float(__float2half_rn(v[i]));
+    lo[i] = v[i] - hi[i];  // exact
+  }
+  uint32_t* d = xs + ((step * kRows + r) * 4 + c) * 4 + slot;
+  d[0] = pack_half2(hi[0], hi[1]);
+  d[2] = pack_half2(lo[0], lo[1]);
+  d[4] = pack_half2(hi[2], hi[3]);  // pair (p0+2, p0+3): c + 1, same slot
+  d[6] = pack_half2(lo[2], lo[3]);
+  if (lane == 0) ex[r] = e;
+}
+
+// The lane's 4 suh values of chunk ch and whether its 4 x columns are inside x_cols (x_cols % 4
+// == 0: all or none).
+__device__ __forceinline__ bool chunk_inputs(const MatrixIo& m, int ch, int lane, float (&su)[4]) {
+  load_f16x4(m.suh + ch * 128 + 4 * lane, su);
+  return int64_t{ch} * 128 + 4 * lane < m.x_cols;
+}
+
+// xh of 128-chunk `ch` for every row slot of one warp's B-fragment layout.
 template <int NB>
 __device__ void input_transform(const MatrixIo& m, int ch, int lane, uint32_t* xs, int* ex) {
   constexpr int kRows = 8 * NB;
-  const int step = lane >> 2, p0 = 4 * (lane & 3);  // this lane's 4 values: step, positions p0..
-  const int c = (p0 & 7) >> 1, slot = p0 >> 3;      // pairs (p0, p0+1) -> c, (p0+2, p0+3) -> c+1
   float su[4];
-  load_f16x4(m.suh + ch * 128 + 4 * lane, su);
-  const int64_t col = int64_t{ch} * 128 + 4 * lane;
-  const bool in_x = col < m.x_cols;  // x_cols % 4 == 0: the lane's 4 values are all in or out
-  for (int r = 0; r < kRows; ++r) {
-    float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    int e = 0;
-    if (r < m.rows) {
-      if (in_x) {
-        const float4 xv = __ldg(reinterpret_cast<const float4*>(m.x + r * m.x_cols + col));
-        v[0] = xv.x * su[0], v[1] = xv.y * su[1], v[2] = xv.z * su[2], v[3] = xv.w * su[3];
-      }
-      butterflies128(v, lane);
-      float mx = 0.0f;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        v[i] *= kInvSqrt128;
-        mx = fmaxf(mx, fabsf(v[i]));
-      }
-#pragma unroll
-      for (int s = 16; s >= 1; s >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, s));
-      if (mx > 0.0f && mx <= 3.0e38f) {
-        const int be = ((__float_as_int(mx) >> 23) & 0xFF) - 127;  // floor(log2) for normals
-        e = min(60, max(-60, 13 - max(be, -126)));
-      }
-      const float sc = pow2f(e);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) v[i] *= sc;
-    }
-    float hi[4], lo[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      hi[i] = __half2float(__float2half_rn(v[i]));
-      lo[i] = v[i] - hi[i];  // exact
-    }
-    uint32_t* d = xs + ((step * kRows + r) * 4 + c) * 4 + slot;
-    d[0] = pack_half2(hi[0], hi[1]);
-    d[2] = pack_half2(lo[0], lo[1]);
-    d[4] = pack_half2(hi[2], hi[3]);  // pair (p0+2, p0+3): c + 1, same slot
-    d[6] = pack_half2(lo[2], lo[3]);
-    if (lane == 0) ex[r] = e;
-  }
+  const bool in_x = chunk_inputs(m, ch, lane, su);
+  for (int r = 0; r < kRows; ++r) transform_row<kRows>(m, ch, lane, r, xs, ex, su, in_x);
 }
 
 // The block's work: column group cg (128 outputs) of `m`, k split `split` of `splits`. With

@@ -1,7 +1,8 @@
-// [kernel] moe_grouped_exl3_gemv vs exl3::matmul (the fp32 CPU reference) per descriptor: mixed K
-// 2..5 in one launch, rows 1..16 (both row instances), the EXL3 padding (x zero-extended from
-// x_cols, y cut to y_cols), null-w and rows-0 descriptors that must leave their rows untouched,
-// the released expert shapes, and the rejected arguments.
+// [kernel] moe_grouped_exl3_gemv and moe_grouped_exl3_gemm vs exl3::matmul (the fp32 CPU
+// reference) per descriptor: mixed K 2..5 in one launch, rows 1..16 (both GEMV row instances) and
+// 1..64 (GEMM tiles), the EXL3 padding (x zero-extended from x_cols, y cut to y_cols), null-w and
+// rows-0 descriptors that must leave their rows untouched, the released expert shapes, and the
+// rejected arguments.
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
@@ -29,7 +30,7 @@ struct Shape {
 // and one rows-0 descriptor; every descriptor's y rows checked against the CPU, the two skipped
 // descriptors' rows checked still poisoned.
 void check_grouped(const Shape& s, const std::vector<int>& Ks, const std::vector<int>& rows,
-                   uint64_t seed) {
+                   uint64_t seed, bool gemm = false) {
   std::mt19937_64 rng(seed);
   const int E = static_cast<int>(Ks.size());
   std::vector<Case> cases;
@@ -72,9 +73,15 @@ void check_grouped(const Shape& s, const std::vector<int>& Ks, const std::vector
   const int max_rows = *std::max_element(rows.begin(), rows.end());
   const int max_k = *std::max_element(Ks.begin(), Ks.end());
   cuda::CudaStream stream;
-  DSV41_CUDA_CHECK(kernels::moe_grouped_exl3_gemv(
-      ddesc.as<kernels::MoeGemvDesc>(), static_cast<int>(desc.size()), max_rows, max_k,
-      dx.as<float>(), s.x_cols, dy.as<float>(), s.y_cols, s.k, s.n, stream.get()));
+  if (gemm) {
+    DSV41_CUDA_CHECK(kernels::moe_grouped_exl3_gemm(
+        ddesc.as<kernels::MoeGemvDesc>(), static_cast<int>(desc.size()), max_k, dx.as<float>(),
+        s.x_cols, dy.as<float>(), s.y_cols, s.k, s.n, stream.get()));
+  } else {
+    DSV41_CUDA_CHECK(kernels::moe_grouped_exl3_gemv(
+        ddesc.as<kernels::MoeGemvDesc>(), static_cast<int>(desc.size()), max_rows, max_k,
+        dx.as<float>(), s.x_cols, dy.as<float>(), s.y_cols, s.k, s.n, stream.get()));
+  }
   stream.synchronize();
   std::vector<float> y(static_cast<size_t>(y_rows * s.y_cols));
   dy.download(std::span<float>(y));
@@ -95,9 +102,10 @@ void check_grouped(const Shape& s, const std::vector<int>& Ks, const std::vector
         tol.push_back(full_tol[i * s.n + j]);
         got.push_back(y[(desc[d].y_row + i) * s.y_cols + j]);
       }
-    require_match(fmt::format("grouped exl3 k {} n {} x_cols {} y_cols {}: desc {} K{} rows {} "
+    require_match(fmt::format("grouped exl3 {} k {} n {} x_cols {} y_cols {}: desc {} K{} rows {} "
                               "(max_rows {}) seed {:#x}",
-                              s.k, s.n, s.x_cols, s.y_cols, d, c.m.K, r, max_rows, seed),
+                              gemm ? "gemm" : "gemv", s.k, s.n, s.x_cols, s.y_cols, d, c.m.K, r,
+                              max_rows, seed),
                   got, want, tol, kMaxNmse);
   }
   size_t touched = 0;
@@ -125,6 +133,42 @@ TEST_CASE("moe_grouped_exl3_gemv matches exl3::matmul per descriptor", "[kernel]
   check_grouped({5120, 2304, 5120, 2304}, {2, 3, 5, 2, 3, 2}, {1, 1, 1, 1, 1, 1}, seed + 3);
   check_grouped({5120, 2304, 5120, 2304}, {5, 2}, {16, 3}, seed + 4);
   check_grouped({2304, 5120, 2304, 5120}, {3, 5, 2}, {1, 2, 6}, seed + 5);
+}
+
+TEST_CASE("moe_grouped_exl3_gemm matches exl3::matmul per descriptor", "[kernel][moe][exl3]") {
+  if (skip_without_gpu()) return;
+  const uint64_t seed = fresh_seed();
+  // Prefill tiles: full 64-row tiles, partial ones (1, 37, 63), every K in one launch, padded
+  // tiny shapes, a several-chunk k and the released shapes.
+  check_grouped({128, 128, 96, 64}, {2, 3, 4, 5}, {64, 1, 37, 63, 8, 64}, seed, true);
+  check_grouped({128, 128, 64, 96}, {5, 2}, {17, 64, 3}, seed + 1, true);
+  check_grouped({512, 384, 500, 384}, {3, 5, 2}, {64, 40, 1, 64}, seed + 2, true);
+  check_grouped({5120, 2304, 5120, 2304}, {2, 3, 5}, {64, 23, 64}, seed + 3, true);
+  check_grouped({2304, 5120, 2304, 5120}, {5, 2}, {64, 9}, seed + 4, true);
+}
+
+TEST_CASE("moe_grouped_exl3_gemm rejects unsupported arguments", "[kernel][moe][exl3]") {
+  if (skip_without_gpu()) return;
+  cuda::DeviceBuffer dx(4096), dy(4096), dd(sizeof(kernels::MoeGemvDesc));
+  dd.fill_bytes(0);
+  const auto* d = dd.as<kernels::MoeGemvDesc>();
+  const float* x = dx.as<float>();
+  float* y = dy.as<float>();
+  const auto call = [&](const kernels::MoeGemvDesc* dp, int n_desc, int max_k, const float* xp,
+                        int64_t x_cols, float* yp, int64_t y_cols, int64_t k, int64_t n) {
+    return kernels::moe_grouped_exl3_gemm(dp, n_desc, max_k, xp, x_cols, yp, y_cols, k, n,
+                                          nullptr);
+  };
+  CHECK(call(d, 1, 5, x, 128, y, 128, 128, 128) == cudaSuccess);
+  DSV41_CUDA_CHECK(cudaDeviceSynchronize());
+  CHECK(call(nullptr, 1, 2, x, 128, y, 128, 128, 128) == cudaErrorInvalidValue);
+  CHECK(call(d, 0, 2, x, 128, y, 128, 128, 128) == cudaErrorInvalidValue);
+  CHECK(call(d, 1, 1, x, 128, y, 128, 128, 128) == cudaErrorInvalidValue);
+  CHECK(call(d, 1, 6, x, 128, y, 128, 128, 128) == cudaErrorInvalidValue);
+  CHECK(call(d, 1, 2, x, 128, y, 128, 64, 128) == cudaErrorInvalidValue);
+  CHECK(call(d, 1, 2, x, 130, y, 128, 128, 128) == cudaErrorInvalidValue);
+  CHECK(call(d, 1, 2, x, 128, y, 126, 128, 128) == cudaErrorInvalidValue);
+  CHECK(call(d, 1, 2, x, 128, const_cast<float*>(x), 128, 128, 128) == cudaErrorInvalidValue);
 }
 
 TEST_CASE("moe_grouped_exl3_gemv rejects unsupported arguments", "[kernel][moe][exl3]") {

@@ -145,6 +145,14 @@ cudaError_t moe_grouped_exl3_gemv(const MoeGemvDesc* desc, int n_desc, int max_r
                                   const float* x, int64_t x_cols, float* y, int64_t y_cols,
                                   int64_t k, int64_t n, cudaStream_t stream);
 
+// The same product for prefill tiles of up to kMoeGemmTileRows rows (descriptors from
+// moe_expert_tiles with tile_rows = kMoeGemmTileRows): each weight is decoded once per 64 rows
+// instead of once per 16. Same arguments and rules as moe_grouped_exl3_gemv without max_rows;
+// descriptors with more than 64 rows compute their first 64. Same per-output arithmetic and bound.
+cudaError_t moe_grouped_exl3_gemm(const MoeGemvDesc* desc, int n_desc, int max_k, const float* x,
+                                  int64_t x_cols, float* y, int64_t y_cols, int64_t k, int64_t n,
+                                  cudaStream_t stream);
+
 // Rows per descriptor of moe_grouped_fp4_gemm (its activation tile).
 inline constexpr int kMoeGemmTileRows = 64;
 

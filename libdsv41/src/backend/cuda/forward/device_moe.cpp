@@ -138,15 +138,14 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   auto* xgu = ws.desc_x_gate_up.as<kernels::MoeGemvDesc>();
   auto* xd = ws.desc_x_down.as<kernels::MoeGemvDesc>();
   // Descriptors for this call's T (not the workspace's max_chunk): empty ones still cost a launch
-  // slot per block row. FP4 prefill chunks (T > 16) take 64-row tiles and the tensor-core GEMM;
-  // EXL3 experts always take 16-row tiles (moe_grouped_exl3_gemv).
+  // slot per block row. Prefill chunks (T > 16) take 64-row tiles and the GEMMs (FP4: tensor-core
+  // tiles decoded to bf16; EXL3: each weight decoded once per 64 rows).
   const bool gemm = T > kernels::kMoeGemvMaxRows;
   const int tile = gemm ? kernels::kMoeGemmTileRows : kernels::kMoeGemvMaxRows;
   const int64_t cap = kernels::moe_tile_capacity(T, k, E, tile);
-  const int64_t xcap = kernels::moe_tile_capacity(T, k, E, kernels::kMoeGemvMaxRows);
-  DSV41_CHECK(std::max(cap, xcap) <= ws.desc_capacity && ws.slots <= 0x7FFFFFFF, kInternal,
-              "layer {}: {} MoE descriptors exceed the {} of the workspace", l,
-              std::max(cap, xcap), ws.desc_capacity);
+  DSV41_CHECK(cap <= ws.desc_capacity && ws.slots <= 0x7FFFFFFF, kInternal,
+              "layer {}: {} MoE descriptors exceed the {} of the workspace", l, cap,
+              ws.desc_capacity);
   auto table = [](const DeviceBuffer& b) { return b.as<const uint8_t* const>(); };
   const auto up_shift = static_cast<int32_t>(ws.slots);
   // Per format: w1 then w3 in one array (one grouped launch for gate and up), w2 apart (it reads
@@ -158,10 +157,10 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   const auto xt = [&](ExpertProj p) { return exl3_.table(p); };
   kernels::MoeTileSet x_sets[3] = {
       {xt(ExpertProj::kGate), xt(ExpertProj::kGate), 0, xgu},
-      {xt(ExpertProj::kUp), xt(ExpertProj::kUp), up_shift, xgu + xcap},
+      {xt(ExpertProj::kUp), xt(ExpertProj::kUp), up_shift, xgu + cap},
       {xt(ExpertProj::kDown), xt(ExpertProj::kDown), 0, xd}};
   const bool has_x = !exl3_.empty();
-  if (has_fp4_ && has_x && cap == xcap) {  // decode: both formats' tables in one launch
+  if (has_fp4_ && has_x) {  // both formats' tables in one launch
     const kernels::MoeTileSet all[6] = {fp4_sets[0], fp4_sets[1], fp4_sets[2],
                                         x_sets[0],   x_sets[1],   x_sets[2]};
     check_launch(kernels::moe_expert_tile_sets(counts, offsets, E, all, 6, tile, cap, s), l,
@@ -171,14 +170,13 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
       check_launch(kernels::moe_expert_tile_sets(counts, offsets, E, fp4_sets, 3, tile, cap, s), l,
                    "moe_expert_tile_sets (FP4)");
     if (has_x)
-      check_launch(kernels::moe_expert_tile_sets(counts, offsets, E, x_sets, 3,
-                                                 kernels::kMoeGemvMaxRows, xcap, s),
-                   l, "moe_expert_tile_sets (EXL3)");
+      check_launch(kernels::moe_expert_tile_sets(counts, offsets, E, x_sets, 3, tile, cap, s), l,
+                   "moe_expert_tile_sets (EXL3)");
   }
   profile_mark(prof, "moe permute+descriptors", s);
   // A bucket holds each token at most once, so no descriptor has more than T rows.
   const int max_rows = static_cast<int>(std::min<int64_t>(T, kernels::kMoeGemvMaxRows));
-  const int n_desc = static_cast<int>(cap), n_xdesc = static_cast<int>(xcap);
+  const int n_desc = static_cast<int>(cap);
   auto grouped = [&](const kernels::MoeGemvDesc* d, int n, const float* in_rows, float* out_rows,
                      int64_t out, int64_t in, const char* what) {
     check_launch(gemm
@@ -190,18 +188,20 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   auto grouped_x = [&](const kernels::MoeGemvDesc* d, int n, const float* in_rows, int64_t in,
                        float* out_rows, int64_t out, int64_t k_pad, int64_t n_pad,
                        const char* what) {
-    check_launch(kernels::moe_grouped_exl3_gemv(d, n, max_rows, exl3_.max_k(), in_rows, in,
-                                                out_rows, out, k_pad, n_pad, s),
+    check_launch(gemm ? kernels::moe_grouped_exl3_gemm(d, n, exl3_.max_k(), in_rows, in, out_rows,
+                                                       out, k_pad, n_pad, s)
+                      : kernels::moe_grouped_exl3_gemv(d, n, max_rows, exl3_.max_k(), in_rows, in,
+                                                       out_rows, out, k_pad, n_pad, s),
                  l, what);
   };
   const int64_t Dp = exl3_.hidden_padded(), Ip = exl3_.inter_padded();
   if (has_fp4_) grouped(dgu, 2 * n_desc, xs, g, inter_, D, "grouped expert w1+w3");
-  if (has_x) grouped_x(xgu, 2 * n_xdesc, xs, D, g, inter_, Dp, Ip, "grouped EXL3 expert w1+w3");
+  if (has_x) grouped_x(xgu, 2 * n_desc, xs, D, g, inter_, Dp, Ip, "grouped EXL3 expert w1+w3");
   check_launch(
       kernels::moe_swiglu(g, gu, slot_weight, n_slots, T * k, inter_, shape_.swiglu_limit, s), l,
       "moe_swiglu");
   if (has_fp4_) grouped(dd, n_desc, g, ys, D, inter_, "grouped expert w2");
-  if (has_x) grouped_x(xd, n_xdesc, g, inter_, ys, D, Ip, Dp, "grouped EXL3 expert w2");
+  if (has_x) grouped_x(xd, n_desc, g, inter_, ys, D, Ip, Dp, "grouped EXL3 expert w2");
   profile_mark(prof, "moe routed experts", s);
   // Shared expert, weight 1.
   float* sg = ws.shared_g.as<float>();
