@@ -3,17 +3,20 @@
 // weight decoded ONCE per 64 rows (exl3g::gemv_block decodes it once per 16: at a 2048-token
 // chunk the routed experts took 746 ms of 2133, H200, docs/perf.md).
 //
-// Work split. Block = (matrix, 128 output columns = 8 n-tiles), 8 warps; warp w owns n-tile w over
-// the whole k range and all 64 rows (8 groups of 8 = the n8 of m16n8k16), so no cross-warp
-// reduction is needed. Per 128-chunk of k: the block stages the chunk's trellis (8 k16 steps × 8
-// tiles, 8 contiguous runs of 256K bytes) with cp.async one chunk ahead (double buffer), the warps
-// transform the 64 rows' xh (8 rows each, exl3g::transform_row: the CPU's butterflies bit for bit,
+// Work split. Block = (matrix, 256 output columns = 16 n-tiles), 16 warps; warp w owns n-tile w
+// over the whole k range and all 64 rows (8 groups of 8 = the n8 of m16n8k16), so no cross-warp
+// reduction is needed (a last column group of 128 leaves warps 8-15 without a tile). Per 128-chunk
+// of k: the block stages the chunk's trellis (8 k16 steps × 16 tiles, 8 contiguous runs of 512K
+// bytes) with cp.async one chunk ahead (double buffer), the warps transform the 64 rows' xh (4 rows
+// each, exl3g::transform_row: the CPU's butterflies bit for bit,
 // power-of-two scale per (row, chunk), f16 hi + lo), then each warp decodes its tile of every
 // step into an A fragment (exl3d::decode_lane) and runs 2 MMAs (hi, lo) per row group. The same
 // arithmetic per output as gemv_block with one k split: fp32 tensor-core accumulation over the
 // chunk's k16 steps in order, accumulators rescaled by exact powers of two at chunk changes, so
-// the same error bound holds (docs/kernels.md). Output: accumulators -> shared memory -> output
-// butterflies, 1/sqrt(128), svh, one warp per row.
+// the same error bound holds (docs/kernels.md). Output, in two halves of 32 rows: accumulators ->
+// shared memory -> output butterflies, 1/sqrt(128), svh, one warp per (row, 128 columns). The xh
+// transform is the same work for 128 or 256 columns, so 256-column blocks halve its share: with
+// 128 (8 warps) it cost about as many instructions as the trellis decode.
 #pragma once
 
 #include "exl3/exl3_gemv_block.cuh"
@@ -21,21 +24,23 @@
 namespace dsv41::kernels::exl3g {
 
 constexpr int kGemmRows = 64;  // activation rows per block: 8 groups of 8
+constexpr int kGemmWarps = 16, kGemmThreads = 32 * kGemmWarps;
+constexpr int kGemmCols = 16 * kGemmWarps;  // 256 output columns per block
 
 template <int K>
 struct GemmSmem {
-  static constexpr int kStepBytes = 8 * 32 * K;       // the 8 tiles of one k16 step
-  static constexpr int kChunkBytes = 8 * kStepBytes;  // 8 k16 steps = one 128-chunk of k
+  static constexpr int kStepBytes = kGemmWarps * 32 * K;  // the 16 tiles of one k16 step
+  static constexpr int kChunkBytes = 8 * kStepBytes;      // 8 k16 steps = one 128-chunk of k
   static constexpr int kTrellisBytes = 2 * kChunkBytes;
   static constexpr int kXsBytes = 8 * kGemmRows * 4 * 16;  // [step][row][c] uint4 = 32 KB
-  static constexpr int kRedBytes = kGemmRows * 128 * 4;    // y rows of the block, aliases xs
+  static constexpr int kRedBytes = 32 * kGemmCols * 4;     // 32 y rows of the block, aliases xs
   static constexpr int kExBytes = kGemmRows * 4;
   static constexpr int kBytes =
-      kTrellisBytes + (kXsBytes > kRedBytes ? kXsBytes : kRedBytes) + kExBytes;
+      kTrellisBytes + (kXsBytes > kRedBytes ? kXsBytes : kRedBytes) + kExBytes;  // 72.25 KB at K5
 };
 
-// The block's work for column group cg of `m` (m.rows <= 64). smem holds GemmSmem<K>::kBytes.
-// Every thread of the block must call it.
+// The block's work for column group cg (256 columns) of `m` (m.rows <= 64). smem holds
+// GemmSmem<K>::kBytes. Every thread of the block (kGemmThreads) must call it.
 template <int K, int CB>
 __device__ __forceinline__ void gemm_block(const MatrixIo& m, int64_t k, int64_t n, int cg,
                                            uint8_t* smem) {
@@ -48,14 +53,16 @@ __device__ __forceinline__ void gemm_block(const MatrixIo& m, int64_t k, int64_t
   int* ex = reinterpret_cast<int*>(smem + S::kTrellisBytes +
                                    (S::kXsBytes > S::kRedBytes ? S::kXsBytes : S::kRedBytes));
   const int64_t step_stride = static_cast<int64_t>(tiles_n) * 32 * K;  // bytes between k16 steps
-  const uint8_t* col_base = m.trellis + static_cast<int64_t>(8 * cg) * 32 * K;
-  // Chunk ch -> buffer ch % 2: 8 runs (one per k16 step) of 256K contiguous bytes.
+  const int tiles = min(kGemmWarps, tiles_n - kGemmWarps * cg);          // 16, or 8 at the end
+  const bool has_tile = warp < tiles;
+  const uint8_t* col_base = m.trellis + static_cast<int64_t>(kGemmWarps * cg) * 32 * K;
+  // Chunk ch -> buffer ch % 2: 8 runs (one per k16 step) of tiles · 32K contiguous bytes.
   auto issue = [&](int ch) {
     if (ch < chunks) {
       const uint32_t dst = smem_addr(tb + (ch & 1) * S::kChunkBytes);
-      constexpr int kPieces = S::kStepBytes / 16;  // 16-byte pieces per step run
-      for (int i = threadIdx.x; i < 8 * kPieces; i += kThreads) {
-        const int st = i / kPieces, pc = i % kPieces;
+      const int pieces = tiles * 2 * K;  // 16-byte pieces per step run
+      for (int i = threadIdx.x; i < 8 * pieces; i += kGemmThreads) {
+        const int st = i / pieces, pc = i % pieces;
         cp_async16(dst + st * S::kStepBytes + 16 * pc,
                    col_base + (int64_t{ch} * 8 + st) * step_stride + 16 * pc);
       }
@@ -81,7 +88,7 @@ __device__ __forceinline__ void gemm_block(const MatrixIo& m, int64_t k, int64_t
     {
       float su[4];
       const bool in_x = chunk_inputs(m, ch, lane, su);
-      for (int r = 8 * warp; r < 8 * warp + 8; ++r)
+      for (int r = 4 * warp; r < 4 * warp + 4; ++r)
         transform_row<kGemmRows>(m, ch, lane, r, xs, ex, su, in_x);
     }
     cp_async_wait<1>();  // this thread's pieces of chunk ch have landed
@@ -98,7 +105,7 @@ __device__ __forceinline__ void gemm_block(const MatrixIo& m, int64_t k, int64_t
       }
     const uint8_t* buf = tb + (ch & 1) * S::kChunkBytes;
 #pragma unroll 1
-    for (int st = 0; st < 8; ++st) {
+    for (int st = 0; st < (has_tile ? 8 : 0); ++st) {
       const uint32_t* tw = reinterpret_cast<const uint32_t*>(buf + st * S::kStepBytes) + warp * 8 * K;
       uint32_t p[4];
       exl3d::decode_lane<K, CB>(tw[lw.i0], tw[lw.i1], exl3d::needs_third_word<K>() ? tw[lw.i2] : 0u,
@@ -113,32 +120,39 @@ __device__ __forceinline__ void gemm_block(const MatrixIo& m, int64_t k, int64_t
     }
   }
   cp_async_wait<0>();
-  __syncthreads();  // every warp is done with xs: red aliases it
-#pragma unroll
-  for (int b = 0; b < 8; ++b)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const float f = pow2f(-e_cur[b][h]);
-      float* rr = red + (8 * b + 2 * c + h) * 128 + 16 * warp;
-      rr[g] = acc[b][h] * f;
-      rr[g + 8] = acc[b][2 + h] * f;
-    }
-  __syncthreads();
-  float sv[4];
-  load_f16x4(m.svh + cg * 128 + 4 * lane, sv);
-  const int64_t col = int64_t{cg} * 128 + 4 * lane;
-  const bool store = col < m.y_cols;  // y_cols % 4 == 0; every lane shuffles, some store
   const int rows = min(m.rows, kGemmRows);
-  for (int r = warp; r < rows; r += kWarps) {
-    const float4 in = reinterpret_cast<const float4*>(red + r * 128)[lane];
-    float v[4] = {in.x, in.y, in.z, in.w};
-    butterflies128(v, lane);
-    float4 o;
-    o.x = v[0] * kInvSqrt128 * sv[0];
-    o.y = v[1] * kInvSqrt128 * sv[1];
-    o.z = v[2] * kInvSqrt128 * sv[2];
-    o.w = v[3] * kInvSqrt128 * sv[3];
-    if (store) reinterpret_cast<float4*>(m.y + r * m.y_cols + col)[0] = o;
+  for (int half = 0; half < 2; ++half) {  // rows [32 half, 32 half + 32) through red
+    __syncthreads();  // every warp is done with xs (half 0) / the previous half's red rows
+    if (has_tile) {
+#pragma unroll
+      for (int bb = 0; bb < 4; ++bb)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int b = 4 * half + bb;
+          const float f = pow2f(-e_cur[b][h]);
+          float* rr = red + (8 * bb + 2 * c + h) * kGemmCols + 16 * warp;
+          rr[g] = acc[b][h] * f;
+          rr[g + 8] = acc[b][2 + h] * f;
+        }
+    }
+    __syncthreads();
+    // Work item = (row, 128-column half of the block): 32 rows x (tiles / 8) halves.
+    for (int it = warp; it < 32 * (tiles / 8); it += kGemmWarps) {
+      const int rr = it % 32, ch = it / 32, r = 32 * half + rr;
+      if (r >= rows) continue;  // warp-uniform
+      float sv[4];
+      const int64_t col = int64_t{cg} * kGemmCols + ch * 128 + 4 * lane;
+      load_f16x4(m.svh + col, sv);
+      const float4 in = reinterpret_cast<const float4*>(red + rr * kGemmCols + ch * 128)[lane];
+      float v[4] = {in.x, in.y, in.z, in.w};
+      butterflies128(v, lane);
+      float4 o;
+      o.x = v[0] * kInvSqrt128 * sv[0];
+      o.y = v[1] * kInvSqrt128 * sv[1];
+      o.z = v[2] * kInvSqrt128 * sv[2];
+      o.w = v[3] * kInvSqrt128 * sv[3];
+      if (col < m.y_cols) reinterpret_cast<float4*>(m.y + r * m.y_cols + col)[0] = o;
+    }
   }
 }
 

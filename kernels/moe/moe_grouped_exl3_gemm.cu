@@ -1,6 +1,6 @@
 // Grouped routed-expert EXL3 GEMM for prefill chunks (spec exl3-format.md §3, model-architecture.md
 // §4): one launch over 64-row bucket tiles (moe_expert_tiles with kMoeGemmTileRows) whose w entries
-// point at Exl3MoeMatrix records; blockIdx.y picks the descriptor, blockIdx.x the 128-column group,
+// point at Exl3MoeMatrix records; blockIdx.y picks the descriptor, blockIdx.x the 256-column group,
 // and the block runs exl3g::gemm_block for the record's own K (each weight decoded once per 64
 // rows). Null-w and rows-0 descriptors exit at once, so capacity-sized launches are graph-safe.
 #include <algorithm>
@@ -21,7 +21,7 @@ constexpr int block_bytes(int max_k) {
   return b;
 }
 
-__global__ void __launch_bounds__(exl3g::kThreads, 2)
+__global__ void __launch_bounds__(exl3g::kGemmThreads, 1)
     grouped_exl3_gemm_kernel(const MoeGemvDesc* __restrict__ desc, const float* __restrict__ x,
                              int64_t x_cols, float* __restrict__ y, int64_t y_cols, int64_t k,
                              int64_t n, int max_k) {
@@ -67,8 +67,9 @@ cudaError_t moe_grouped_exl3_gemm(const MoeGemvDesc* desc, int n_desc, int max_k
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
       e != cudaSuccess)
     return e;
-  const dim3 grid(static_cast<unsigned>(n / 128), static_cast<unsigned>(n_desc));
-  grouped_exl3_gemm_kernel<<<grid, exl3g::kThreads, smem, stream>>>(desc, x, x_cols, y, y_cols, k,
+  const dim3 grid(static_cast<unsigned>((n + exl3g::kGemmCols - 1) / exl3g::kGemmCols),
+                  static_cast<unsigned>(n_desc));
+  grouped_exl3_gemm_kernel<<<grid, exl3g::kGemmThreads, smem, stream>>>(desc, x, x_cols, y, y_cols, k,
                                                                     n, max_k);
   return cudaGetLastError();
 }
