@@ -18,6 +18,7 @@
 #include "backend/cuda/device_buffer.hpp"
 #include "backend/cuda/event_timer.hpp"
 #include "dsv41k/launchers.hpp"
+#include "graph_timing.hpp"
 
 namespace {
 
@@ -57,11 +58,6 @@ __global__ void fill_x(float* p, size_t n) {
     p[i] = static_cast<float>((i * 2654435761u >> 9) % 2001) / 1000.0f - 1.0f;
 }
 
-float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 struct Result {
   double us, gbs_all, gbs_trellis;
   size_t ws;
@@ -96,27 +92,9 @@ Result bench(int matrices, int64_t k, int64_t n, int K, int rows, int splits, in
     BENCH_CHECK(dk::exl3_gemv(desc[c].data(), matrices, k, n, K, dk::Exl3Codebook::kMul1, splits,
                               ws.data(), wsb, s));
   };
-  for (int c = 0; c < copies; ++c) launch(c);
-  BENCH_CHECK(cudaStreamSynchronize(s));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  BENCH_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int c = 0; c < copies; ++c) launch(c);
-  BENCH_CHECK(cudaStreamEndCapture(s, &graph));
-  BENCH_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  BENCH_CHECK(cudaGraphLaunch(exec, s));
-  EventTimer t;
-  std::vector<float> ms;
-  for (int r = 0; r < repeats; ++r) {
-    t.start(s);
-    BENCH_CHECK(cudaGraphLaunch(exec, s));
-    t.stop(s);
-    ms.push_back(t.elapsed_ms() / copies);
-  }
-  BENCH_CHECK(cudaGraphExecDestroy(exec));
-  BENCH_CHECK(cudaGraphDestroy(graph));
+  const float med = dsv41::bench::graph_median_ms(launch, copies, repeats, s);
   Result res;
-  res.us = median(ms) * 1e3;
+  res.us = med * 1e3;
   const double all = double(matrices) * (tb + 2.0 * (k + n) + 4.0 * rows * (k + n));
   res.gbs_all = all / (res.us * 1e-6) / 1e9;
   res.gbs_trellis = double(matrices) * tb / (res.us * 1e-6) / 1e9;

@@ -218,10 +218,11 @@ int run(int argc, char** argv) {
   const double head_bytes = static_cast<double>(t.vocab_size) * t.hidden_size * 2;
   const double expert_params = 3.0 * static_cast<double>(t.hidden_size) * t.moe_intermediate_size;
   const double params_per_token = (dense - head_bytes) + head_bytes / 2 + k * L * expert_params;
-  std::printf("routed experts: %d of %lld (layer, expert) pairs from EXL3 banks, mean %.2f bits "
-              "per weight stored\n",
-              rep.exl3_experts, static_cast<long long>(L * E),
-              8.0 * static_cast<double>(rep.expert_bytes) / expert_params);
+  std::printf(
+      "routed experts: %d of %lld (layer, expert) pairs from EXL3 banks, mean %.2f bits "
+      "per weight stored\n",
+      rep.exl3_experts, static_cast<long long>(L * E),
+      8.0 * static_cast<double>(rep.expert_bytes) / expert_params);
   std::mt19937 rng(1234);
   std::printf(
       "\n| context | rows | host-driven ms/step | graph ms/step | graph us/layer "

@@ -19,6 +19,7 @@
 #include "backend/cuda/device_buffer.hpp"
 #include "backend/cuda/event_timer.hpp"
 #include "dsv41k/launchers.hpp"
+#include "graph_timing.hpp"
 
 namespace {
 
@@ -62,10 +63,7 @@ void fill(DeviceBuffer& b, uint64_t seed, uint8_t mask, uint8_t offset = 0) {
   BENCH_CHECK(cudaGetLastError());
 }
 
-float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using dsv41::bench::median;
 
 // Device-to-device copy of 2 GiB, median of 10: the achievable read+write ceiling.
 double copy_ceiling_gbs(cudaStream_t s) {
@@ -118,31 +116,17 @@ Result bench_one(const Shape& sh, int rows, int repeats, cudaStream_t s) {
   BENCH_CHECK(cudaStreamSynchronize(s));
 
   EventTimer t;
-  std::vector<float> stream_ms, graph_ms;
+  std::vector<float> stream_ms;
   for (int r = 0; r < repeats; ++r) {
     t.start(s);
     for (int c = 0; c < copies; ++c) launch(c);
     t.stop(s);
     stream_ms.push_back(t.elapsed_ms() / copies);
   }
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  BENCH_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int c = 0; c < copies; ++c) launch(c);
-  BENCH_CHECK(cudaStreamEndCapture(s, &graph));
-  BENCH_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  BENCH_CHECK(cudaGraphLaunch(exec, s));  // warm-up
-  for (int r = 0; r < repeats; ++r) {
-    t.start(s);
-    BENCH_CHECK(cudaGraphLaunch(exec, s));
-    t.stop(s);
-    graph_ms.push_back(t.elapsed_ms() / copies);
-  }
-  BENCH_CHECK(cudaGraphExecDestroy(exec));
-  BENCH_CHECK(cudaGraphDestroy(graph));
+  const float graph_med = dsv41::bench::graph_median_ms(launch, copies, repeats, s);
   const double bytes = double(w_bytes + s_bytes) + 4.0 * rows * (sh.in + sh.out);
   Result res;
-  res.us_graph = median(graph_ms) * 1e3;
+  res.us_graph = graph_med * 1e3;
   res.us_stream = median(stream_ms) * 1e3;
   res.gbs = bytes / (res.us_graph * 1e-6) / 1e9;
   return res;

@@ -19,6 +19,7 @@
 #include "backend/cuda/device_buffer.hpp"
 #include "backend/cuda/event_timer.hpp"
 #include "dsv41k/moe.hpp"
+#include "graph_timing.hpp"
 
 namespace {
 
@@ -58,36 +59,6 @@ __global__ void fill_x(float* p, size_t n) {
     p[i] = static_cast<float>((i * 2654435761u >> 9) % 2001) / 1000.0f - 1.0f;
 }
 
-float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Median per-call ms of a CUDA graph of launch(0..copies-1), replayed `repeats` times.
-template <typename Launch>
-float time_graph(const Launch& launch, int copies, int repeats, cudaStream_t s) {
-  for (int c = 0; c < copies; ++c) launch(c);
-  BENCH_CHECK(cudaStreamSynchronize(s));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  BENCH_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int c = 0; c < copies; ++c) launch(c);
-  BENCH_CHECK(cudaStreamEndCapture(s, &graph));
-  BENCH_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  BENCH_CHECK(cudaGraphLaunch(exec, s));
-  EventTimer t;
-  std::vector<float> ms;
-  for (int r = 0; r < repeats; ++r) {
-    t.start(s);
-    BENCH_CHECK(cudaGraphLaunch(exec, s));
-    t.stop(s);
-    ms.push_back(t.elapsed_ms() / copies);
-  }
-  BENCH_CHECK(cudaGraphExecDestroy(exec));
-  BENCH_CHECK(cudaGraphDestroy(graph));
-  return median(ms);
-}
-
 struct Result {
   double us, gbs;
 };
@@ -119,7 +90,7 @@ Result bench(int descs, int64_t out, int64_t in, int rows, int repeats, cudaStre
     BENCH_CHECK(dk::moe_grouped_fp4_gemv(desc.as<dk::MoeGemvDesc>() + c * descs, descs, rows,
                                          x.as<float>(), y.as<float>(), out, in, s));
   };
-  const float med = time_graph(launch, copies, repeats, s);
+  const float med = dsv41::bench::graph_median_ms(launch, copies, repeats, s);
   Result res;
   res.us = med * 1e3;
   const double bytes = double(descs) * (wb + sb + 4.0 * rows * (in + out));
@@ -140,7 +111,7 @@ Result bench_exl3(int descs, int per_expert, int64_t out, int64_t in, const std:
   DeviceBuffer x(size_t(descs) * rows * in * 4), y(size_t(descs) * rows * out * 4);
   fill_x<<<256, 256, 0, s>>>(x.as<float>(), size_t(descs) * rows * in);
   DeviceBuffer signs(size_t(std::max(k, n)) * 2);
-  std::vector<uint16_t> ones(size_t(std::max(k, n)), 0x3C00);  // fp16 1.0
+  std::vector<uint16_t> ones(size_t(std::max(k, n)), 0x3C00);    // fp16 1.0
   for (size_t i = 0; i < ones.size(); i += 3) ones[i] = 0xBC00;  // and some -1.0
   signs.upload(ones.data(), ones.size() * 2);
   std::vector<dk::Exl3MoeMatrix> rec;
@@ -157,8 +128,9 @@ Result bench_exl3(int descs, int per_expert, int64_t out, int64_t in, const std:
   std::vector<dk::MoeGemvDesc> host;
   for (int c = 0; c < copies; ++c)
     for (int d = 0; d < descs; ++d)
-      host.push_back({reinterpret_cast<const uint8_t*>(drec.as<dk::Exl3MoeMatrix>() + c * descs + d),
-                      nullptr, d * rows, d * rows, rows});
+      host.push_back(
+          {reinterpret_cast<const uint8_t*>(drec.as<dk::Exl3MoeMatrix>() + c * descs + d), nullptr,
+           d * rows, d * rows, rows});
   DeviceBuffer desc(sizeof(dk::MoeGemvDesc) * host.size());
   desc.upload(host.data(), sizeof(dk::MoeGemvDesc) * host.size());
   const int max_k = *std::max_element(Ks.begin(), Ks.end());
@@ -166,7 +138,7 @@ Result bench_exl3(int descs, int per_expert, int64_t out, int64_t in, const std:
     BENCH_CHECK(dk::moe_grouped_exl3_gemv(desc.as<dk::MoeGemvDesc>() + c * descs, descs, rows,
                                           max_k, x.as<float>(), in, y.as<float>(), out, k, n, s));
   };
-  const float ms = time_graph(launch, copies, repeats, s);
+  const float ms = dsv41::bench::graph_median_ms(launch, copies, repeats, s);
   Result res;
   res.us = ms * 1e3;
   res.gbs = (desc_bytes + 4.0 * descs * rows * (in + out)) / (res.us * 1e-6) / 1e9;
@@ -207,11 +179,12 @@ int run(int repeats) {
     int64_t out, in;
     std::vector<int> Ks;
   };
-  const XCase xcases[] = {{"gate+up 6 experts K mix 2/3/5", 12, 2, 2304, 5120, {2, 3, 5, 2, 3, 2}},
-                          {"down 6 experts K mix 2/3/5", 6, 1, 5120, 2304, {2, 3, 5, 2, 3, 2}},
-                          {"gate+up 6 experts K2", 12, 2, 2304, 5120, {2}},
-                          {"gate+up 6 experts K5", 12, 2, 2304, 5120, {5}},
-                          {"gate+up 32 experts K mix 2/3/5", 64, 2, 2304, 5120, {2, 3, 5, 2, 3, 2}}};
+  const XCase xcases[] = {
+      {"gate+up 6 experts K mix 2/3/5", 12, 2, 2304, 5120, {2, 3, 5, 2, 3, 2}},
+      {"down 6 experts K mix 2/3/5", 6, 1, 5120, 2304, {2, 3, 5, 2, 3, 2}},
+      {"gate+up 6 experts K2", 12, 2, 2304, 5120, {2}},
+      {"gate+up 6 experts K5", 12, 2, 2304, 5120, {5}},
+      {"gate+up 32 experts K mix 2/3/5", 64, 2, 2304, 5120, {2, 3, 5, 2, 3, 2}}};
   for (const XCase& c : xcases)
     for (int rows : {1, 2, 8, 16}) {
       const Result r =

@@ -53,7 +53,7 @@ __device__ __forceinline__ void gemm_block(const MatrixIo& m, int64_t k, int64_t
   int* ex = reinterpret_cast<int*>(smem + S::kTrellisBytes +
                                    (S::kXsBytes > S::kRedBytes ? S::kXsBytes : S::kRedBytes));
   const int64_t step_stride = static_cast<int64_t>(tiles_n) * 32 * K;  // bytes between k16 steps
-  const int tiles = min(kGemmWarps, tiles_n - kGemmWarps * cg);          // 16, or 8 at the end
+  const int tiles = min(kGemmWarps, tiles_n - kGemmWarps * cg);        // 16, or 8 at the end
   const bool has_tile = warp < tiles;
   const uint8_t* col_base = m.trellis + static_cast<int64_t>(kGemmWarps * cg) * 32 * K;
   // Chunk ch -> buffer ch % 2: 8 runs (one per k16 step) of tiles · 32K contiguous bytes.
@@ -106,7 +106,8 @@ __device__ __forceinline__ void gemm_block(const MatrixIo& m, int64_t k, int64_t
     const uint8_t* buf = tb + (ch & 1) * S::kChunkBytes;
 #pragma unroll 1
     for (int st = 0; st < (has_tile ? 8 : 0); ++st) {
-      const uint32_t* tw = reinterpret_cast<const uint32_t*>(buf + st * S::kStepBytes) + warp * 8 * K;
+      const uint32_t* tw =
+          reinterpret_cast<const uint32_t*>(buf + st * S::kStepBytes) + warp * 8 * K;
       uint32_t p[4];
       exl3d::decode_lane<K, CB>(tw[lw.i0], tw[lw.i1], exl3d::needs_third_word<K>() ? tw[lw.i2] : 0u,
                                 lw.off, p);
@@ -143,15 +144,8 @@ __device__ __forceinline__ void gemm_block(const MatrixIo& m, int64_t k, int64_t
       float sv[4];
       const int64_t col = int64_t{cg} * kGemmCols + ch * 128 + 4 * lane;
       load_f16x4(m.svh + col, sv);
-      const float4 in = reinterpret_cast<const float4*>(red + rr * kGemmCols + ch * 128)[lane];
-      float v[4] = {in.x, in.y, in.z, in.w};
-      butterflies128(v, lane);
-      float4 o;
-      o.x = v[0] * kInvSqrt128 * sv[0];
-      o.y = v[1] * kInvSqrt128 * sv[1];
-      o.z = v[2] * kInvSqrt128 * sv[2];
-      o.w = v[3] * kInvSqrt128 * sv[3];
-      if (col < m.y_cols) reinterpret_cast<float4*>(m.y + r * m.y_cols + col)[0] = o;
+      store_output(reinterpret_cast<const float4*>(red + rr * kGemmCols + ch * 128)[lane], sv,
+                   m.y + r * m.y_cols, col, m.y_cols, lane);
     }
   }
 }

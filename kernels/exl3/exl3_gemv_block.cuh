@@ -191,15 +191,53 @@ __device__ void input_transform(const MatrixIo& m, int ch, int lane, uint32_t* x
   for (int r = 0; r < kRows; ++r) transform_row<kRows>(m, ch, lane, r, xs, ex, su, in_x);
 }
 
+// Output transform of one row's 128-column block: the lane's 4 Hadamard-domain sums `in`, the
+// butterflies, 1/sqrt(128) and svh (sv), stored at y_row[col..col+3] when col < y_cols (y_cols %
+// 4 == 0). All 32 lanes must call it (shuffles).
+__device__ __forceinline__ void store_output(float4 in, const float (&sv)[4], float* y_row,
+                                             int64_t col, int64_t y_cols, int lane) {
+  float v[4] = {in.x, in.y, in.z, in.w};
+  butterflies128(v, lane);
+  float4 o;
+  o.x = v[0] * kInvSqrt128 * sv[0];
+  o.y = v[1] * kInvSqrt128 * sv[1];
+  o.z = v[2] * kInvSqrt128 * sv[2];
+  o.w = v[3] * kInvSqrt128 * sv[3];
+  if (col < y_cols) reinterpret_cast<float4*>(y_row + col)[0] = o;
+}
+
+// f(KTag<K>{}) for the runtime K in 2..5 (the grouped kernels' per-record bodies; other values
+// run the K = 5 body and are excluded by the callers).
+template <int K>
+struct KTag {
+  static constexpr int value = K;
+};
+template <typename F>
+__device__ __forceinline__ void with_k(int K, F&& f) {
+  switch (K) {
+    case 2:
+      f(KTag<2>{});
+      break;
+    case 3:
+      f(KTag<3>{});
+      break;
+    case 4:
+      f(KTag<4>{});
+      break;
+    default:
+      f(KTag<5>{});
+      break;
+  }
+}
+
 // The block's work: column group cg (128 outputs) of `m`, k split `split` of `splits`. With
 // splits > 1, `counters[group]` and the partials of `group` (splits × 16 × 128 fp32) are the
 // block's slice of the workspace; last_flag is a __shared__ int of the kernel. smem holds
 // WarpSmem<K, NB>::kBlockBytes. Every thread of the block must call it.
 template <int K, int CB, int NB>
 __device__ __forceinline__ void gemv_block(const MatrixIo& m, int64_t k, int64_t n, int cg,
-                                           int split, int splits, int64_t group,
-                                           uint32_t* counters, float* partials, uint8_t* smem,
-                                           int* last_flag) {
+                                           int split, int splits, int64_t group, uint32_t* counters,
+                                           float* partials, uint8_t* smem, int* last_flag) {
   using S = WarpSmem<K, NB>;
   constexpr int kRows = S::kRows, kSt = kStages<K, NB>;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -334,18 +372,9 @@ __device__ __forceinline__ void gemv_block(const MatrixIo& m, int64_t k, int64_t
   float sv[4];
   load_f16x4(m.svh + cg * 128 + 4 * lane, sv);
   const int64_t col = int64_t{cg} * 128 + 4 * lane;
-  const bool store = col < m.y_cols;  // y_cols % 4 == 0; every lane shuffles, some store
-  for (int r = warp; r < rows; r += kWarps) {
-    const float4 in = reinterpret_cast<const float4*>(red + r * 128)[lane];
-    float v[4] = {in.x, in.y, in.z, in.w};
-    butterflies128(v, lane);
-    float4 o;
-    o.x = v[0] * kInvSqrt128 * sv[0];
-    o.y = v[1] * kInvSqrt128 * sv[1];
-    o.z = v[2] * kInvSqrt128 * sv[2];
-    o.w = v[3] * kInvSqrt128 * sv[3];
-    if (store) reinterpret_cast<float4*>(m.y + r * m.y_cols + col)[0] = o;
-  }
+  for (int r = warp; r < rows; r += kWarps)
+    store_output(reinterpret_cast<const float4*>(red + r * 128)[lane], sv, m.y + r * m.y_cols, col,
+                 m.y_cols, lane);
 }
 
 }  // namespace dsv41::kernels::exl3g

@@ -94,6 +94,19 @@ __device__ __forceinline__ float sigmoid_f32(float x) {
   return __fdiv_rn(1.0f, __fadd_rn(1.0f, exp_f32(-x)));
 }
 
+// pre = sigmoid(m·scale0 + base) + hc_eps and post = 2·sigmoid(m·scale1 + base) in place, lanes
+// 0..hc-1 and hc..2hc-1 (the rest idle).
+__device__ __forceinline__ void pre_post(const float* __restrict__ base,
+                                         const float* __restrict__ scale, float* p, float* q,
+                                         int hc, float hc_eps, int lane) {
+  if (lane < hc) {
+    p[lane] = __fadd_rn(sigmoid_f32(__fadd_rn(__fmul_rn(p[lane], scale[0]), base[lane])), hc_eps);
+  } else if (lane < 2 * hc) {
+    const int j = lane - hc;
+    q[j] = __fmul_rn(2.0f, sigmoid_f32(__fadd_rn(__fmul_rn(q[j], scale[1]), base[hc + j])));
+  }
+}
+
 // One warp per token: lanes own the hc·hc entries of comb (e = lane, lane + 32) and the 2·hc
 // sigmoids; every row / column sum is read back from shared memory and added in the reference's
 // index order, so each lane reproduces hc_sinkhorn's values exactly while the hc·hc divisions of
@@ -104,18 +117,13 @@ constexpr int kHcMaxEntries = kHcMaxStreams * kHcMaxStreams;  // 64 = 2 per lane
 // l: kHcMaxEntries floats of shared memory owned by the warp.
 __device__ __forceinline__ void finish_token(const float* __restrict__ base,
                                              const float* __restrict__ scale, float* pre,
-                                             float* post, float* comb, int64_t t, int hc,
-                                             int iters, float hc_eps, int lane, float* l) {
+                                             float* post, float* comb, int64_t t, int hc, int iters,
+                                             float hc_eps, int lane, float* l) {
   float* p = pre + t * hc;
   float* q = post + t * hc;
   float* c = comb + t * hc * hc;
   const int n = hc * hc;
-  if (lane < hc) {
-    p[lane] = __fadd_rn(sigmoid_f32(__fadd_rn(__fmul_rn(p[lane], scale[0]), base[lane])), hc_eps);
-  } else if (lane < 2 * hc) {
-    const int j = lane - hc;
-    q[j] = __fmul_rn(2.0f, sigmoid_f32(__fadd_rn(__fmul_rn(q[j], scale[1]), base[hc + j])));
-  }
+  pre_post(base, scale, p, q, hc, hc_eps, lane);
   for (int e = lane; e < n; e += 32) l[e] = __fadd_rn(__fmul_rn(c[e], scale[2]), base[2 * hc + e]);
   __syncwarp();
   // Row softmax + eps: the row max as std::max in order, exp, the row sum in order.
@@ -174,12 +182,7 @@ __device__ __forceinline__ void finish_token_small(const float* __restrict__ bas
   float* q = post + t * hc;
   float* c = comb + t * hc * hc;
   const int n = hc * hc;
-  if (lane < hc) {
-    p[lane] = __fadd_rn(sigmoid_f32(__fadd_rn(__fmul_rn(p[lane], scale[0]), base[lane])), hc_eps);
-  } else if (lane < 2 * hc) {
-    const int j = lane - hc;
-    q[j] = __fmul_rn(2.0f, sigmoid_f32(__fadd_rn(__fmul_rn(q[j], scale[1]), base[hc + j])));
-  }
+  pre_post(base, scale, p, q, hc, hc_eps, lane);
   const bool own = lane < n;
   // Lanes >= n compute throw-away values (their sources may be any lane).
   const int row0 = (lane / hc) * hc, col = lane % hc;

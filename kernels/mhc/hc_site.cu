@@ -150,9 +150,9 @@ cudaError_t hc_site(const float* H, const float* fn, const float* base, const fl
                     float* comb, float* xn, int64_t T, int hc, int64_t D, int sinkhorn_iters,
                     float hc_eps, float norm_eps, void* workspace, size_t workspace_bytes,
                     cudaStream_t stream) {
-  if (H == nullptr || fn == nullptr || base == nullptr || scale == nullptr ||
-      pre_prev == nullptr || pre == nullptr || post == nullptr || comb == nullptr ||
-      xn == nullptr || workspace == nullptr || T < 0 || hc < 1 || hc > kHcMaxStreams || D < 1 ||
+  if (H == nullptr || fn == nullptr || base == nullptr || scale == nullptr || pre_prev == nullptr ||
+      pre == nullptr || post == nullptr || comb == nullptr || xn == nullptr ||
+      workspace == nullptr || T < 0 || hc < 1 || hc > kHcMaxStreams || D < 1 ||
       sinkhorn_iters < 1 || pre_prev == pre || (reinterpret_cast<uintptr_t>(workspace) & 15) != 0)
     return cudaErrorInvalidValue;
   if (T == 0) return cudaSuccess;

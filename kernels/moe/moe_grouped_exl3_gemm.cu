@@ -7,6 +7,7 @@
 
 #include "dsv41k/moe.hpp"
 #include "exl3/exl3_gemm_block.cuh"
+#include "moe/moe_exl3_desc.cuh"
 
 namespace dsv41::kernels {
 namespace {
@@ -26,28 +27,15 @@ __global__ void __launch_bounds__(exl3g::kGemmThreads, 1)
                              int64_t x_cols, float* __restrict__ y, int64_t y_cols, int64_t k,
                              int64_t n, int max_k) {
   extern __shared__ __align__(16) uint8_t smem[];
-  const MoeGemvDesc d = desc[blockIdx.y];
-  const int rows = min(d.rows, exl3g::kGemmRows);
-  if (rows <= 0 || d.w == nullptr) return;  // uniform over the block
-  const Exl3MoeMatrix mat = *reinterpret_cast<const Exl3MoeMatrix*>(d.w);
-  if (mat.K < 2 || mat.K > max_k) return;  // the caller's contract: never (upload checks K)
-  const exl3g::MatrixIo io{mat.trellis, mat.suh, mat.svh, x + d.x_row * x_cols, x_cols,
-                           y + d.y_row * y_cols, y_cols, rows};
+  exl3g::MatrixIo io;
+  int K = 0;
+  if (!exl3g::descriptor_io(desc[blockIdx.y], exl3g::kGemmRows, max_k, x, x_cols, y, y_cols, &io,
+                            &K))
+    return;  // uniform over the block
   const int cg = static_cast<int>(blockIdx.x);
-  switch (mat.K) {
-    case 2:
-      exl3g::gemm_block<2, exl3d::kCbMul1>(io, k, n, cg, smem);
-      break;
-    case 3:
-      exl3g::gemm_block<3, exl3d::kCbMul1>(io, k, n, cg, smem);
-      break;
-    case 4:
-      exl3g::gemm_block<4, exl3d::kCbMul1>(io, k, n, cg, smem);
-      break;
-    default:
-      exl3g::gemm_block<5, exl3d::kCbMul1>(io, k, n, cg, smem);
-      break;
-  }
+  exl3g::with_k(K, [&](auto kt) {
+    exl3g::gemm_block<decltype(kt)::value, exl3d::kCbMul1>(io, k, n, cg, smem);
+  });
 }
 
 }  // namespace
@@ -69,8 +57,8 @@ cudaError_t moe_grouped_exl3_gemm(const MoeGemvDesc* desc, int n_desc, int max_k
     return e;
   const dim3 grid(static_cast<unsigned>((n + exl3g::kGemmCols - 1) / exl3g::kGemmCols),
                   static_cast<unsigned>(n_desc));
-  grouped_exl3_gemm_kernel<<<grid, exl3g::kGemmThreads, smem, stream>>>(desc, x, x_cols, y, y_cols, k,
-                                                                    n, max_k);
+  grouped_exl3_gemm_kernel<<<grid, exl3g::kGemmThreads, smem, stream>>>(desc, x, x_cols, y, y_cols,
+                                                                        k, n, max_k);
   return cudaGetLastError();
 }
 

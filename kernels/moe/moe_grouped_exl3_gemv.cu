@@ -10,7 +10,7 @@
 #include <algorithm>
 
 #include "dsv41k/moe.hpp"
-#include "exl3/exl3_gemv_block.cuh"
+#include "moe/moe_exl3_desc.cuh"
 
 namespace dsv41::kernels {
 namespace {
@@ -36,32 +36,15 @@ __global__ void __launch_bounds__(kThreads, 2)
                              int64_t n, int max_k) {
   extern __shared__ __align__(16) uint8_t smem[];
   __shared__ int last_flag;
-  const MoeGemvDesc d = desc[blockIdx.y];
-  const int rows = min(d.rows, 8 * NB);
-  if (rows <= 0 || d.w == nullptr) return;  // uniform over the block
-  const Exl3MoeMatrix mat = *reinterpret_cast<const Exl3MoeMatrix*>(d.w);
-  if (mat.K < 2 || mat.K > max_k) return;  // the caller's contract: never (upload checks K)
-  const exl3g::MatrixIo io{mat.trellis, mat.suh, mat.svh, x + d.x_row * x_cols, x_cols,
-                           y + d.y_row * y_cols, y_cols, rows};
+  exl3g::MatrixIo io;
+  int K = 0;
+  if (!exl3g::descriptor_io(desc[blockIdx.y], 8 * NB, max_k, x, x_cols, y, y_cols, &io, &K))
+    return;  // uniform over the block
   const int cg = static_cast<int>(blockIdx.x);
-  switch (mat.K) {
-    case 2:
-      exl3g::gemv_block<2, exl3d::kCbMul1, NB>(io, k, n, cg, 0, 1, 0, nullptr, nullptr, smem,
-                                               &last_flag);
-      break;
-    case 3:
-      exl3g::gemv_block<3, exl3d::kCbMul1, NB>(io, k, n, cg, 0, 1, 0, nullptr, nullptr, smem,
-                                               &last_flag);
-      break;
-    case 4:
-      exl3g::gemv_block<4, exl3d::kCbMul1, NB>(io, k, n, cg, 0, 1, 0, nullptr, nullptr, smem,
-                                               &last_flag);
-      break;
-    default:
-      exl3g::gemv_block<5, exl3d::kCbMul1, NB>(io, k, n, cg, 0, 1, 0, nullptr, nullptr, smem,
-                                               &last_flag);
-      break;
-  }
+  exl3g::with_k(K, [&](auto kt) {
+    exl3g::gemv_block<decltype(kt)::value, exl3d::kCbMul1, NB>(io, k, n, cg, 0, 1, 0, nullptr,
+                                                               nullptr, smem, &last_flag);
+  });
 }
 
 template <int NB>

@@ -6,8 +6,10 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <span>
 #include <vector>
 
+#include "backend/cuda/device_buffer.hpp"
 #include "exl3/exl3_linear.hpp"
 #include "exl3/hadamard.hpp"
 #include "quant/dtype.hpp"
@@ -58,7 +60,7 @@ inline Matrix random_matrix(int64_t k, int64_t n, int K, Codebook cb, std::mt199
 // the 7 output butterflies + 2 products on both sides (16 · 2^-24). An index or decode error
 // moves an output by ~|x·w| ≈ B/sqrt(k) ≥ 1.4e-2 · B at k = 5120, far above ε ≤ 6e-5.
 inline std::vector<double> y_bounds(const Matrix& m, const std::vector<float>& w_hat,
-                             const std::vector<float>& x, int rows) {
+                                    const std::vector<float>& x, int rows) {
   const size_t k = static_cast<size_t>(m.k), n = static_cast<size_t>(m.n);
   const double eps = std::ldexp(1.0, -21) + static_cast<double>(k / 16) * std::ldexp(1.0, -23) +
                      static_cast<double>(k / 16 + 16) * std::ldexp(1.0, -24) +
@@ -101,5 +103,16 @@ inline Case make_case(int64_t k, int64_t n, int K, Codebook cb, std::mt19937_64&
   for (size_t i = 0; i < inner.size(); ++i) c.w_hat[i] = f16_to_f32(inner[i]);
   return c;
 }
+
+// A Matrix's trellis and sign·scale vectors in device memory.
+struct DeviceMatrix {
+  cuda::DeviceBuffer trellis, suh, svh;
+  explicit DeviceMatrix(const Matrix& m)
+      : trellis(m.trellis.size()), suh(m.suh.size() * 2), svh(m.svh.size() * 2) {
+    trellis.upload(std::span<const uint8_t>(m.trellis));
+    suh.upload(std::span<const uint16_t>(m.suh));
+    svh.upload(std::span<const uint16_t>(m.svh));
+  }
+};
 
 }  // namespace dsv41::test

@@ -42,25 +42,22 @@ void check_batch(const std::vector<const Case*>& cases, const std::vector<int>& 
                  uint64_t seed, std::mt19937_64& rng, int calls = 1) {
   const Matrix& m0 = cases[0]->m;
   const int count = static_cast<int>(cases.size());
-  std::vector<cuda::DeviceBuffer> bufs;
+  std::vector<DeviceMatrix> dm;
+  std::vector<cuda::DeviceBuffer> bufs;  // x and y of matrix i at 2i, 2i + 1
   std::vector<kernels::Exl3GemvMatrix> desc(count);
   std::vector<std::vector<float>> xs(count);
+  dm.reserve(count);
+  bufs.reserve(2 * count);
   for (int i = 0; i < count; ++i) {
     const Matrix& m = cases[i]->m;
+    const DeviceMatrix& d = dm.emplace_back(m);
     xs[i] = random_normal(static_cast<size_t>(std::max(rows[i], 1) * m.k), rng);
-    bufs.emplace_back(m.trellis.size());
-    bufs.back().upload(std::span<const uint8_t>(m.trellis));
-    bufs.emplace_back(m.suh.size() * 2);
-    bufs.back().upload(std::span<const uint16_t>(m.suh));
-    bufs.emplace_back(m.svh.size() * 2);
-    bufs.back().upload(std::span<const uint16_t>(m.svh));
     bufs.emplace_back(xs[i].size() * 4);
     bufs.back().upload(std::span<const float>(xs[i]));
     bufs.emplace_back(static_cast<size_t>(std::max(rows[i], 1) * m.n * 4));
     bufs.back().fill_bytes(0xFF);  // NaN: unwritten outputs fail
-    const size_t b = bufs.size() - 5;
-    desc[i] = {bufs[b].as<uint8_t>(),   bufs[b + 1].as<uint16_t>(), bufs[b + 2].as<uint16_t>(),
-               bufs[b + 3].as<float>(), bufs[b + 4].as<float>(),    rows[i]};
+    desc[i] = {d.trellis.as<uint8_t>(), d.suh.as<uint16_t>(),        d.svh.as<uint16_t>(),
+               bufs[2 * i].as<float>(), bufs[2 * i + 1].as<float>(), rows[i]};
   }
   const size_t ws = kernels::exl3_gemv_workspace_bytes(count, m0.k, m0.n, k_splits);
   REQUIRE(ws > 0);
@@ -78,7 +75,7 @@ void check_batch(const std::vector<const Case*>& cases, const std::vector<int>& 
     const Matrix& m = cases[i]->m;
     std::vector<float> want(static_cast<size_t>(rows[i] * m.n)), got(want.size());
     exl3::matmul(m.view(), xs[i].data(), static_cast<size_t>(rows[i]), want.data());
-    bufs[5 * i + 4].download(std::span<float>(got));
+    bufs[2 * i + 1].download(std::span<float>(got));
     require_match(
         fmt::format("exl3 {} K{} k {} n {} rows {} splits {} matrix {}/{} seed {:#x}",
                     exl3::codebook_name(m.cb), m.K, m.k, m.n, rows[i], k_splits, i, count, seed),

@@ -46,24 +46,35 @@ cuda::DeviceBuffer poisoned(size_t n) {
   return b;
 }
 
+// A site of random streams and weights: H [T, hc, D] ~ 3·N(0, 1) (the statistic is scale-free;
+// exercise a non-unit rms), fn ~ N(0, 1/flat) so m = fn · v̂ ~ N(0, 1) and the logits span a
+// useful range, base ~ N(0, 1), scales (0.7, 1.3, 2.0).
+struct RandomSite {
+  HcShape s;
+  std::vector<float> H;
+  HcSiteWeights w;
+};
+RandomSite random_site(int64_t T, int hc, int64_t D, int iters, std::mt19937_64& rng) {
+  RandomSite r;
+  r.s.hc = hc;
+  r.s.dim = D;
+  r.s.sinkhorn_iters = iters;
+  const int mix = r.s.mix_dim();
+  const int64_t flat = hc * D;
+  r.H = random_normal(static_cast<size_t>(T * flat), rng);
+  for (auto& v : r.H) v *= 3.0f;
+  r.w.fn = random_normal(static_cast<size_t>(mix * flat), rng);
+  const float fs = 1.0f / std::sqrt(static_cast<float>(flat));
+  for (auto& v : r.w.fn) v *= fs;
+  r.w.base = random_normal(static_cast<size_t>(mix), rng);
+  r.w.scale = {0.7f, 1.3f, 2.0f};
+  return r;
+}
+
 void run_mixes(int64_t T, int hc, int64_t D, int iters) {
   const uint64_t seed = fresh_seed();
   std::mt19937_64 rng(seed);
-  HcShape s;
-  s.hc = hc;
-  s.dim = D;
-  s.sinkhorn_iters = iters;
-  const int mix = s.mix_dim();
-  const int64_t flat = hc * D;
-  std::vector<float> H = random_normal(static_cast<size_t>(T * flat), rng);
-  for (auto& v : H) v *= 3.0f;  // the statistic is scale-free; exercise a non-unit rms
-  HcSiteWeights w;
-  // fn ~ N(0, 1/flat): m = fn · v̂ ~ N(0, 1), so the logits span a useful range.
-  w.fn = random_normal(static_cast<size_t>(mix * flat), rng);
-  const float fs = 1.0f / std::sqrt(static_cast<float>(flat));
-  for (auto& v : w.fn) v *= fs;
-  w.base = random_normal(static_cast<size_t>(mix), rng);
-  w.scale = {0.7f, 1.3f, 2.0f};
+  auto [s, H, w] = random_site(T, hc, D, iters, rng);
   const HcMixes want = hc_mixes(w, s, H.data(), T, nullptr);
 
   cuda::CudaStream stream;
@@ -142,20 +153,7 @@ void run_collapse_expand(int64_t T, int hc, int64_t D) {
 void run_site(int64_t T, int hc, int64_t D, int iters, bool with_norm_w, int calls = 2) {
   const uint64_t seed = fresh_seed();
   std::mt19937_64 rng(seed);
-  HcShape s;
-  s.hc = hc;
-  s.dim = D;
-  s.sinkhorn_iters = iters;
-  const int mix = s.mix_dim();
-  const int64_t flat = hc * D;
-  std::vector<float> H = random_normal(static_cast<size_t>(T * flat), rng);
-  for (auto& v : H) v *= 3.0f;
-  HcSiteWeights w;
-  w.fn = random_normal(static_cast<size_t>(mix * flat), rng);
-  const float fs = 1.0f / std::sqrt(static_cast<float>(flat));
-  for (auto& v : w.fn) v *= fs;
-  w.base = random_normal(static_cast<size_t>(mix), rng);
-  w.scale = {0.7f, 1.3f, 2.0f};
+  auto [s, H, w] = random_site(T, hc, D, iters, rng);
   const std::vector<float> pre_prev = random_normal(static_cast<size_t>(T * hc), rng);
   std::vector<float> norm_w = random_normal(static_cast<size_t>(D), rng);
   const HcMixes want = hc_mixes(w, s, H.data(), T, nullptr);
@@ -175,11 +173,11 @@ void run_site(int64_t T, int hc, int64_t D, int iters, bool with_norm_w, int cal
   for (int call = 0; call < calls; ++call) {
     cuda::DeviceBuffer dpre = poisoned(T * hc), dpost = poisoned(T * hc),
                        dcomb = poisoned(T * hc * hc), dxn = poisoned(T * D);
-    DSV41_CUDA_CHECK(kernels::hc_site(
-        dH.as<float>(), dfn.as<float>(), dbase.as<float>(), dscale.as<float>(), dprev.as<float>(),
-        with_norm_w ? dw.as<float>() : nullptr, dpre.as<float>(), dpost.as<float>(),
-        dcomb.as<float>(), dxn.as<float>(), T, hc, D, iters, s.hc_eps, s.norm_eps, dws.data(), wsb,
-        stream.get()));
+    DSV41_CUDA_CHECK(
+        kernels::hc_site(dH.as<float>(), dfn.as<float>(), dbase.as<float>(), dscale.as<float>(),
+                         dprev.as<float>(), with_norm_w ? dw.as<float>() : nullptr,
+                         dpre.as<float>(), dpost.as<float>(), dcomb.as<float>(), dxn.as<float>(), T,
+                         hc, D, iters, s.hc_eps, s.norm_eps, dws.data(), wsb, stream.get()));
     stream.synchronize();
     const std::string c = fmt::format("{} call {}", ctx, call);
     auto check = [&](const char* what, const std::vector<float>& got,
@@ -198,10 +196,10 @@ void run_site(int64_t T, int hc, int64_t D, int iters, bool with_norm_w, int cal
 
 TEST_CASE("hc_site matches hc_mixes + hc_collapse + rms_norm of the CPU", "[kernel][mhc]") {
   if (skip_without_gpu()) return;
-  run_site(1, 1, 1, 1, true);       // degenerate
-  run_site(3, 2, 37, 5, false);     // odd sizes, no norm weight
-  run_site(2, 8, 1000, 20, true);   // the largest hc: the shared-memory finish
-  run_site(5, 4, 300, 20, true);    // flat < 2 splits' worth: one split
+  run_site(1, 1, 1, 1, true);      // degenerate
+  run_site(3, 2, 37, 5, false);    // odd sizes, no norm weight
+  run_site(2, 8, 1000, 20, true);  // the largest hc: the shared-memory finish
+  run_site(5, 4, 300, 20, true);   // flat < 2 splits' worth: one split
   for (int64_t T : {1, 2, 7, 16, 300}) run_site(T, 4, 5120, 20, true);  // released hc 4, D 5120
 }
 
@@ -214,8 +212,8 @@ TEST_CASE("hc_site rejects unsupported arguments", "[kernel][mhc]") {
   CHECK(kernels::hc_site_workspace_bytes(0, 4, 64) == 0);
   CHECK(kernels::hc_site_workspace_bytes(4, 9, 64) == 0);
   using kernels::hc_site;
-  const auto call = [&](const float* H, const float* prev, float* pre, int64_t T, int hc,
-                        int64_t D, int iters, void* w, size_t wb) {
+  const auto call = [&](const float* H, const float* prev, float* pre, int64_t T, int hc, int64_t D,
+                        int iters, void* w, size_t wb) {
     return hc_site(H, p, p, p, prev, nullptr, pre, q, q, q, T, hc, D, iters, 1e-6f, 1e-20f, w, wb,
                    nullptr);
   };
@@ -229,7 +227,7 @@ TEST_CASE("hc_site rejects unsupported arguments", "[kernel][mhc]") {
   CHECK(call(p, p, q, 1, 4, 64, 0, ws, wsb) == cudaErrorInvalidValue);
   CHECK(call(p, p, q, 1, 4, 64, 20, nullptr, wsb) == cudaErrorInvalidValue);
   CHECK(call(p, p, q, 1, 4, 64, 20, reinterpret_cast<uint8_t*>(ws) + 4, wsb) ==
-        cudaErrorInvalidValue);                                            // alignment
+        cudaErrorInvalidValue);                                          // alignment
   CHECK(call(p, p, q, 5, 4, 64, 20, ws, wsb) == cudaErrorInvalidValue);  // workspace too small
 }
 

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/forward/cuda_transformer.hpp"
@@ -124,6 +125,27 @@ std::vector<int32_t> greedy(const std::vector<float>& first_logits, int64_t V,
   return out;
 }
 
+// kGreedySteps greedy tokens after `prompt`, decoded one at a time on both backends from fresh
+// sequences; the prefill logits must agree within kCudaVsCpuTol. Returns {cuda, cpu} tokens.
+std::pair<std::vector<int32_t>, std::vector<int32_t>> greedy_both(
+    const Transformer& cpu, const cuda::CudaTransformer& gpu, const std::vector<int32_t>& prompt,
+    int64_t V, const std::string& what) {
+  SequenceState st = cpu.new_sequence();
+  cuda::DeviceSequence seq = gpu.new_sequence();
+  const std::vector<float> cpu0 = cpu.forward(st, prompt);
+  const std::vector<float> gpu0 = gpu.forward(seq, prompt);
+  require_logits(what + " greedy prefill cuda vs cpu", gpu0, cpu0, V, kCudaVsCpuTol);
+  std::vector<int32_t> want = greedy(cpu0, V, [&](int32_t t) {
+    const int32_t one[1] = {t};
+    return cpu.forward(st, one);
+  });
+  std::vector<int32_t> got = greedy(gpu0, V, [&](int32_t t) {
+    const int32_t one[1] = {t};
+    return gpu.forward(seq, one);
+  });
+  return {std::move(got), std::move(want)};
+}
+
 }  // namespace
 
 TEST_CASE("cuda forward: tiny8 logits and greedy continuation match the CPU and the oracle",
@@ -166,21 +188,7 @@ TEST_CASE("cuda forward: tiny8 logits and greedy continuation match the CPU and 
                  g.f32("decode.step_logits"), V, kOracleTol);
 
   // 32 greedy tokens, decode one at a time on both backends.
-  SequenceState st = cpu->new_sequence();
-  cuda::DeviceSequence seq = gpu->new_sequence();
-  const std::vector<float> cpu0 = cpu->forward(st, prompt1);
-  const std::vector<float> gpu0 = gpu->forward(seq, prompt1);
-  require_logits("greedy prefill cuda vs cpu", gpu0, cpu0, V, kCudaVsCpuTol);
-  double worst_step = 0;
-  const std::vector<int32_t> want = greedy(cpu0, V, [&](int32_t t) {
-    const int32_t one[1] = {t};
-    return cpu->forward(st, one);
-  });
-  const std::vector<int32_t> got = greedy(gpu0, V, [&](int32_t t) {
-    const int32_t one[1] = {t};
-    return gpu->forward(seq, one);
-  });
-  (void)worst_step;
+  const auto [got, want] = greedy_both(*cpu, *gpu, prompt1, V, "tiny8");
   const std::vector<int32_t> oracle = g.i32("greedy.tokens");
   for (int i = 0; i < kGreedySteps; ++i) {
     INFO("greedy step " << i << ": cuda " << got[i] << ", cpu " << want[i]);
@@ -277,18 +285,7 @@ TEST_CASE("cuda forward: the tiny EXL3 (Spark layout) model matches the CPU back
     require_logits(what, run_cuda(*gpu, prompt1, plan), run_cpu(*cpu, prompt1, plan), V,
                    kCudaVsCpuTol);
   }
-  SequenceState st = cpu->new_sequence();
-  cuda::DeviceSequence seq = gpu->new_sequence();
-  const std::vector<float> cpu0 = cpu->forward(st, prompt1);
-  const std::vector<float> gpu0 = gpu->forward(seq, prompt1);
-  const std::vector<int32_t> want = greedy(cpu0, V, [&](int32_t t) {
-    const int32_t one[1] = {t};
-    return cpu->forward(st, one);
-  });
-  const std::vector<int32_t> got = greedy(gpu0, V, [&](int32_t t) {
-    const int32_t one[1] = {t};
-    return gpu->forward(seq, one);
-  });
+  const auto [got, want] = greedy_both(*cpu, *gpu, prompt1, V, "tiny exl3");
   for (int i = 0; i < kGreedySteps; ++i) {
     INFO("tiny exl3 greedy step " << i << ": cuda " << got[i] << ", cpu " << want[i]);
     REQUIRE(got[i] == want[i]);

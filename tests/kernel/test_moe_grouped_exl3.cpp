@@ -34,20 +34,12 @@ void check_grouped(const Shape& s, const std::vector<int>& Ks, const std::vector
   std::mt19937_64 rng(seed);
   const int E = static_cast<int>(Ks.size());
   std::vector<Case> cases;
-  std::vector<cuda::DeviceBuffer> bufs;
+  std::vector<DeviceMatrix> dm;
   std::vector<kernels::Exl3MoeMatrix> rec(E);
   for (int e = 0; e < E; ++e) {
     cases.push_back(make_case(s.k, s.n, Ks[e], Codebook::kMul1, rng));
-    const Matrix& m = cases.back().m;
-    bufs.emplace_back(m.trellis.size());
-    bufs.back().upload(std::span<const uint8_t>(m.trellis));
-    bufs.emplace_back(m.suh.size() * 2);
-    bufs.back().upload(std::span<const uint16_t>(m.suh));
-    bufs.emplace_back(m.svh.size() * 2);
-    bufs.back().upload(std::span<const uint16_t>(m.svh));
-    const size_t b = bufs.size() - 3;
-    rec[e] = {bufs[b].as<uint8_t>(), bufs[b + 1].as<uint16_t>(), bufs[b + 2].as<uint16_t>(), Ks[e],
-              0};
+    const DeviceMatrix& m = dm.emplace_back(cases.back().m);
+    rec[e] = {m.trellis.as<uint8_t>(), m.suh.as<uint16_t>(), m.svh.as<uint16_t>(), Ks[e], 0};
   }
   cuda::DeviceBuffer drec(rec.size() * sizeof(rec[0]));
   drec.upload(std::span<const kernels::Exl3MoeMatrix>(rec));
@@ -61,8 +53,8 @@ void check_grouped(const Shape& s, const std::vector<int>& Ks, const std::vector
   }
   const int32_t skipped_at = at;  // 5 rows of a null-w descriptor, then 4 of a rows-0 one
   desc.push_back({nullptr, nullptr, skipped_at, skipped_at + 3, 5});
-  desc.push_back({reinterpret_cast<const uint8_t*>(rec_d), nullptr, skipped_at + 5,
-                  skipped_at + 8, 0});
+  desc.push_back(
+      {reinterpret_cast<const uint8_t*>(rec_d), nullptr, skipped_at + 5, skipped_at + 8, 0});
   const int64_t x_rows = skipped_at + 9, y_rows = x_rows + 3;
   const std::vector<float> x = random_normal(static_cast<size_t>(x_rows * s.x_cols), rng);
   cuda::DeviceBuffer dx(x.size() * 4), dy(static_cast<size_t>(y_rows * s.y_cols) * 4);
@@ -156,8 +148,7 @@ TEST_CASE("moe_grouped_exl3_gemm rejects unsupported arguments", "[kernel][moe][
   float* y = dy.as<float>();
   const auto call = [&](const kernels::MoeGemvDesc* dp, int n_desc, int max_k, const float* xp,
                         int64_t x_cols, float* yp, int64_t y_cols, int64_t k, int64_t n) {
-    return kernels::moe_grouped_exl3_gemm(dp, n_desc, max_k, xp, x_cols, yp, y_cols, k, n,
-                                          nullptr);
+    return kernels::moe_grouped_exl3_gemm(dp, n_desc, max_k, xp, x_cols, yp, y_cols, k, n, nullptr);
   };
   CHECK(call(d, 1, 5, x, 128, y, 128, 128, 128) == cudaSuccess);
   DSV41_CUDA_CHECK(cudaDeviceSynchronize());

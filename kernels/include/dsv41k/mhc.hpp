@@ -33,7 +33,8 @@ cudaError_t hc_mixes(const float* H, const float* fn, const float* base, const f
 // One site before its sublayer, fused into one launch (the forward pass's form of hc_mixes +
 // hc_collapse + rms_norm, same op sequences):
 //   pre, post, comb  = hc_mixes(H, fn, base, scale)                    (this site's mixes)
-//   xn [T, D]        = rms_norm(Σ_j pre_prev[t, j] · H[t, j, :], eps) · norm_w   (norm_w may be null)
+//   xn [T, D]        = rms_norm(Σ_j pre_prev[t, j] · H[t, j, :], eps) · norm_w   (norm_w may be
+//   null)
 // pre_prev [T, hc] is the previous site's pre (the collapse does not wait for this site's mixes).
 // workspace: hc_site_workspace_bytes(max_T, hc, D) bytes for any T <= max_T, 16-byte aligned,
 // zeroed once after allocation (each call leaves its counters at zero), used by no concurrent

@@ -104,9 +104,9 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
     m->layers_.push_back(std::move(d));
   }
   // The mean routed expert over all layers (EXL3 experts differ by K).
-  m->report_.expert_bytes =
-      m->report_.routed_bytes / std::max<uint64_t>(1, uint64_t{1} * t.num_hidden_layers *
-                                                          static_cast<uint64_t>(t.n_routed_experts));
+  m->report_.expert_bytes = m->report_.routed_bytes /
+                            std::max<uint64_t>(1, uint64_t{1} * t.num_hidden_layers *
+                                                      static_cast<uint64_t>(t.n_routed_experts));
   m->ws_ = std::make_unique<ForwardWorkspace>(cfg, opts.max_chunk, opts.max_context);
   const size_t C = static_cast<size_t>(opts.max_chunk);
   m->stage_ids_ = std::make_unique<PinnedBuffer>(C * 4);

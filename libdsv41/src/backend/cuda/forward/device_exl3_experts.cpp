@@ -34,8 +34,8 @@ std::vector<uint16_t> sign_scale_f16(const exl3::SignScale& s) {
 
 }  // namespace
 
-DeviceExl3Experts DeviceExl3Experts::upload(const exl3::ExpertBank& bank, int layer,
-                                            int n_experts, int64_t hidden, int64_t inter) {
+DeviceExl3Experts DeviceExl3Experts::upload(const exl3::ExpertBank& bank, int layer, int n_experts,
+                                            int64_t hidden, int64_t inter) {
   using exl3::ExpertProj;
   DeviceExl3Experts d;
   d.n_experts_ = n_experts;
@@ -64,8 +64,8 @@ DeviceExl3Experts DeviceExl3Experts::upload(const exl3::ExpertBank& bank, int la
                   "{} ({}): codebook {}; the CUDA MoE decodes MUL1 (the Spark checkpoint's) only",
                   t.prefix, t.origin, exl3::codebook_name(t.codebook));
       DSV41_CHECK(t.K >= 2 && t.K <= kernels::kMoeExl3MaxK, kUnsupported,
-                  "{} ({}): K = {} bits per weight; the CUDA MoE runs K 2..{}", t.prefix,
-                  t.origin, t.K, kernels::kMoeExl3MaxK);
+                  "{} ({}): K = {} bits per weight; the CUDA MoE runs K 2..{}", t.prefix, t.origin,
+                  t.K, kernels::kMoeExl3MaxK);
       DSV41_CHECK(t.bias == nullptr, kUnsupported,
                   "{} ({}): an expert projection with a bias; the CUDA MoE has none", t.prefix,
                   t.origin);

@@ -43,9 +43,9 @@ class DeviceExl3Experts {
   int n_experts_ = 0, count_ = 0, max_k_ = 0;
   int64_t hidden_p_ = 0, inter_p_ = 0;
   std::vector<bool> present_;
-  std::vector<DeviceBuffer> experts_;       // one allocation per bank expert
-  std::array<DeviceBuffer, 3> records_;     // Exl3MoeMatrix [n_experts] per ExpertProj
-  std::array<DeviceBuffer, 3> tables_;      // const Exl3MoeMatrix* [n_experts] per ExpertProj
+  std::vector<DeviceBuffer> experts_;    // one allocation per bank expert
+  std::array<DeviceBuffer, 3> records_;  // Exl3MoeMatrix [n_experts] per ExpertProj
+  std::array<DeviceBuffer, 3> tables_;   // const Exl3MoeMatrix* [n_experts] per ExpertProj
   uint64_t expert_bytes_ = 0;
 };
 

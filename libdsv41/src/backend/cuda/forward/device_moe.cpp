@@ -92,8 +92,7 @@ DeviceMoe DeviceMoe::upload(const MoeWeights& w, const MoeShape& s, int layer,
 
 uint64_t DeviceMoe::device_bytes() const {
   uint64_t b = gate_.bytes() + bias_.bytes() + bias_vl_.bytes() + shared_w1_.bytes() +
-               shared_w2_.bytes() + shared_w3_.bytes() + shared_w13_.bytes() +
-               exl3_.device_bytes();
+               shared_w2_.bytes() + shared_w3_.bytes() + shared_w13_.bytes() + exl3_.device_bytes();
   for (size_t e = 0; e < w1_.size(); ++e) b += w1_[e].bytes() + w2_[e].bytes() + w3_[e].bytes();
   return b;
 }
@@ -155,10 +154,9 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
                                      {table(w2_table_), table(w2_scales_), 0, dd}};
   using exl3::ExpertProj;
   const auto xt = [&](ExpertProj p) { return exl3_.table(p); };
-  kernels::MoeTileSet x_sets[3] = {
-      {xt(ExpertProj::kGate), xt(ExpertProj::kGate), 0, xgu},
-      {xt(ExpertProj::kUp), xt(ExpertProj::kUp), up_shift, xgu + cap},
-      {xt(ExpertProj::kDown), xt(ExpertProj::kDown), 0, xd}};
+  kernels::MoeTileSet x_sets[3] = {{xt(ExpertProj::kGate), xt(ExpertProj::kGate), 0, xgu},
+                                   {xt(ExpertProj::kUp), xt(ExpertProj::kUp), up_shift, xgu + cap},
+                                   {xt(ExpertProj::kDown), xt(ExpertProj::kDown), 0, xd}};
   const bool has_x = !exl3_.empty();
   if (has_fp4_ && has_x) {  // both formats' tables in one launch
     const kernels::MoeTileSet all[6] = {fp4_sets[0], fp4_sets[1], fp4_sets[2],

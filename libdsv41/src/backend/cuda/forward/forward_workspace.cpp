@@ -114,16 +114,32 @@ ForwardWorkspace::ForwardWorkspace(const ModelConfig& cfg, int C, int64_t max_co
 uint64_t ForwardWorkspace::device_bytes() const {
   uint64_t b = 0;
   b += hc_site_ws.bytes();
-  for (const DeviceBuffer* p : {&H,           &Hmid,     &pre_init,   &pre_a,     &post_a,
-                                &comb_a,      &pre_f,    &post_f,     &comb_f,    &x,
-                                &xn,          &y,        &qr,         &q,         &o,
-                                &attn_part,   &kv,       &kv_packed,  &u,         &zg,
-                                &z,           &stage_kv, &stage_gate, &latent,    &index_k,
-                                &index_q,     &index_w,  &scores,     &logits_e,  &route_ids,
-                                &route_w,     &inv,      &counts,     &offsets,   &slot_token,
-                                &slot_weight, &xs,       &ys,         &g,         &desc_gate_up,
-                                &desc_down,   &desc_x_gate_up, &desc_x_down, &shared_g, &shared_u,   &shared_y,  &ids,
-                                &flags,       &hash_ids, &engram_e,   &engram_kv, &logits})
+  for (const DeviceBuffer* p : {&H,           &Hmid,
+                                &pre_init,    &pre_a,
+                                &post_a,      &comb_a,
+                                &pre_f,       &post_f,
+                                &comb_f,      &x,
+                                &xn,          &y,
+                                &qr,          &q,
+                                &o,           &attn_part,
+                                &kv,          &kv_packed,
+                                &u,           &zg,
+                                &z,           &stage_kv,
+                                &stage_gate,  &latent,
+                                &index_k,     &index_q,
+                                &index_w,     &scores,
+                                &logits_e,    &route_ids,
+                                &route_w,     &inv,
+                                &counts,      &offsets,
+                                &slot_token,  &slot_weight,
+                                &xs,          &ys,
+                                &g,           &desc_gate_up,
+                                &desc_down,   &desc_x_gate_up,
+                                &desc_x_down, &shared_g,
+                                &shared_u,    &shared_y,
+                                &ids,         &flags,
+                                &hash_ids,    &engram_e,
+                                &engram_kv,   &logits})
     b += p->bytes();
   for (const auto& [l, buf] : selection) b += buf.bytes();
   for (const auto& [l, buf] : candidates) b += buf.bytes();

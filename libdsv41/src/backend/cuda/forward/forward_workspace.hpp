@@ -54,9 +54,9 @@ struct ForwardWorkspace {
   DeviceBuffer slot_token, slot_weight;  // [S]
   DeviceBuffer xs, ys;                   // [S, D]
   DeviceBuffer g;  // [2, S, inter]: gate rows [0, S), up rows [S, 2S) (one grouped launch)
-  DeviceBuffer desc_gate_up, desc_down;  // [2 · capacity], [capacity] MoeGemvDesc
+  DeviceBuffer desc_gate_up, desc_down;      // [2 · capacity], [capacity] MoeGemvDesc
   DeviceBuffer desc_x_gate_up, desc_x_down;  // the same for the EXL3 experts' tables
-  int64_t slots = 0;                     // S
+  int64_t slots = 0;                         // S
   int64_t desc_capacity = 0;
   DeviceBuffer shared_g, shared_u;  // [C, n_shared · inter] (shared_g: >= 2 rows, [g | u] at T = 1)
   DeviceBuffer shared_y;            // [C, D]
