@@ -16,6 +16,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "attention/attend_common.cuh"
+#include "attention/attend_tc.cuh"
 #include "dsv41k/attention.hpp"
 
 namespace dsv41::kernels {
@@ -28,37 +30,9 @@ constexpr int kMaxHeadDim = 512;  // acc registers: kHeadsBlk·head_dim/4 float4
 constexpr int kAccPerThread = kHeadsBlk * kMaxHeadDim / 4 / kThreads;  // 4
 constexpr int kTargetBlocks = 256;  // enough blocks to fill 132 (H200) or 48 (GB10) SMs twice
 
-__device__ __forceinline__ float e4m3_value(uint8_t b) {
-  const int sign = b >> 7, exp = (b >> 3) & 0xF, man = b & 7;
-  if (exp == 15 && man == 7) return __int_as_float(0x7fc00000);
-  const float v = exp == 0 ? ldexpf(static_cast<float>(man), -9)
-                           : ldexpf(static_cast<float>(8 + man), exp - 10);
-  return sign ? -v : v;
-}
+using detail::AttendArgs;
 
-// e2m1: codes 0, 1 are 0, 0.5; code c >= 2 is (1 + (c & 1)/2)·2^((c >> 1) - 1); bit 3 = sign.
-__device__ __forceinline__ float e2m1_value(int code) {
-  const int c = code & 7;
-  const float v = c < 2 ? 0.5f * static_cast<float>(c)
-                        : ldexpf(1.0f + 0.5f * static_cast<float>(c & 1), (c >> 1) - 1);
-  return (code & 8) ? -v : v;
-}
-
-struct Args {
-  const float* q;
-  const uint8_t* new_packed;
-  const uint8_t* ring;
-  const uint8_t* compressed;
-  const int32_t* index;
-  const float* sink;
-  float* o;
-  float* part;  // [T, heads, splits] × (head_dim + 4): acc, m, l, 2 pad (splits > 1)
-  int64_t T, n_entries, pos0;
-  int H, D, W, capacity, topk, splits, tiles_per_split, n_tiles;
-  float scale;
-};
-
-__global__ void __launch_bounds__(kThreads) attend_kernel(Args a) {
+__global__ void __launch_bounds__(kThreads) attend_kernel(AttendArgs a) {
   extern __shared__ __align__(16) float smem[];
   const int D = a.D, KS = D + 4;  // key row stride: float4 reads of 32 lanes hit 8 distinct slots
   const int64_t t = blockIdx.x / a.splits;
@@ -76,18 +50,13 @@ __global__ void __launch_bounds__(kThreads) attend_kernel(Args a) {
   __shared__ int fp8_key[kTile];
   __shared__ int bad;
 
-  for (int i = threadIdx.x; i < 256; i += kThreads) e4m3[i] = e4m3_value(static_cast<uint8_t>(i));
-  if (threadIdx.x < 16) e2m1[threadIdx.x] = e2m1_value(threadIdx.x);
+  detail::fill_value_tables(e4m3, e2m1);
   for (int i = threadIdx.x; i < kHeadsBlk * D; i += kThreads) {
     const int w = i / D;
     qs[i] = w < heads ? a.q[(t * a.H + h0 + w) * D + i % D] : 0.0f;
   }
   if (threadIdx.x == 0) bad = 0;
 
-  const int64_t pos = a.pos0 + t;
-  const int64_t first = pos - a.W + 1 > 0 ? pos - a.W + 1 : 0;
-  const int nw = static_cast<int>(pos - first + 1);
-  const int fp8_bytes = D + D / 32, fp4_bytes = D / 2 + D / 16;
   const int n4 = D / 4;
   float m_run = -INFINITY, l_run = 0.0f;  // per warp (= head), same in every lane
   float4 acc[kAccPerThread];
@@ -99,59 +68,19 @@ __global__ void __launch_bounds__(kThreads) attend_kernel(Args a) {
   for (int tile = tb; tile < te; ++tile) {
     __syncthreads();  // tables/q written; the previous tile's keys and probabilities consumed
     if (threadIdx.x < kTile) {
-      const int j = tile * kTile + threadIdx.x;
-      const uint8_t* p = nullptr;
       int fp8 = 0;
-      if (j < a.W) {
-        if (j < nw) {
-          const int64_t k = first + j;
-          p = k >= a.pos0 ? a.new_packed + (k - a.pos0) * fp8_bytes
-                          : a.ring + (k % a.capacity) * fp8_bytes;
-          fp8 = 1;
-        }
-      } else if (j - a.W < a.topk) {
-        const int32_t id = a.index[t * a.topk + (j - a.W)];
-        if (id >= a.n_entries)
-          atomicOr(&bad, 1);
-        else if (id >= 0)
-          p = a.compressed + static_cast<int64_t>(id) * fp4_bytes;
-      }
-      src[threadIdx.x] = p;
+      src[threadIdx.x] = detail::key_slot(a, t, tile * kTile + threadIdx.x, &fp8, &bad);
       fp8_key[threadIdx.x] = fp8;
     }
     __syncthreads();
-    // Decode the tile: item = (key e, channels 4c..4c+3). The 4 FP8 codes are one 32-bit load
-    // where aligned (rows of 528 bytes at the released dims), the 2 FP4 bytes one 16-bit load
-    // (rows of D/2 + D/16 bytes, even); unrolled so several items' loads are in flight
-    // (16 dependent byte-load rounds per thread made this ~8 us of a 36 us decode call).
+    // Decode the tile: item = (key e, channels 4c..4c+3); unrolled so several items' loads are
+    // in flight (16 dependent byte-load rounds per thread made this ~8 us of a 36 us decode call).
 #pragma unroll 4
     for (int i = threadIdx.x; i < kTile * n4; i += kThreads) {
       const int e = i / n4, c = 4 * (i % n4);
       const uint8_t* p = src[e];
-      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (p != nullptr) {
-        if (fp8_key[e]) {
-          const float s = ldexpf(1.0f, static_cast<int>(p[D + c / 32]) - 127);
-          uint32_t b4;
-          if ((reinterpret_cast<uintptr_t>(p + c) & 3) == 0) {
-            b4 = *reinterpret_cast<const uint32_t*>(p + c);
-          } else {
-            b4 =
-                p[c] | (p[c + 1] << 8) | (p[c + 2] << 16) | (static_cast<uint32_t>(p[c + 3]) << 24);
-          }
-          v = make_float4(__fmul_rn(e4m3[b4 & 0xFF], s), __fmul_rn(e4m3[(b4 >> 8) & 0xFF], s),
-                          __fmul_rn(e4m3[(b4 >> 16) & 0xFF], s), __fmul_rn(e4m3[b4 >> 24], s));
-        } else {
-          const float s = e4m3[p[D / 2 + c / 16]];
-          const uint8_t* q = p + c / 2;
-          const uint32_t b2 = (reinterpret_cast<uintptr_t>(q) & 1) == 0
-                                  ? *reinterpret_cast<const uint16_t*>(q)
-                                  : q[0] | (q[1] << 8);
-          const uint8_t b0 = b2 & 0xFF, b1 = b2 >> 8;
-          v = make_float4(__fmul_rn(e2m1[b0 & 0xF], s), __fmul_rn(e2m1[b0 >> 4], s),
-                          __fmul_rn(e2m1[b1 & 0xF], s), __fmul_rn(e2m1[b1 >> 4], s));
-        }
-      }
+      const float4 v = p != nullptr ? detail::decode_key4(p, fp8_key[e] != 0, c, D, e4m3, e2m1)
+                                    : make_float4(0.f, 0.f, 0.f, 0.f);
       *reinterpret_cast<float4*>(ks + e * KS + c) = v;
     }
     __syncthreads();
@@ -225,13 +154,8 @@ __global__ void __launch_bounds__(kThreads) attend_kernel(Args a) {
   __syncthreads();
   const bool is_bad = bad != 0;
   if (a.splits == 1) {  // add the sink and normalise here
-    if (warp < heads && lane == 0) {
-      const float sink = a.sink[h0 + warp];
-      const float m = fmaxf(sink, m_run);
-      const float w = m_run == -INFINITY ? 0.0f : expf(m_run - m);
-      const float denom = expf(sink - m) + l_run * w;
-      alpha[warp] = is_bad ? __int_as_float(0x7fc00000) : w / denom;
-    }
+    if (warp < heads && lane == 0)
+      alpha[warp] = detail::finish_factor(a.sink[h0 + warp], m_run, l_run, is_bad);
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < kAccPerThread; ++k) {
@@ -378,6 +302,16 @@ cudaError_t window_sparse_attention(const float* q, const uint8_t* new_packed, c
       (n_entries > 0 && compressed == nullptr) || (workspace_bytes > 0 && workspace == nullptr))
     return cudaErrorInvalidValue;
   if (T == 0) return cudaSuccess;
+  const float scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
+  if (T >= detail::kAttendTcMinTokens && detail::attend_tc_supported(D)) {
+    const int n_tiles = (window + topk + 31) / 32;
+    const AttendArgs a{q,      new_packed, ring,   compressed, index,    sink,    o,
+                       nullptr, T,         n_entries, pos0,    heads,    D,       window,
+                       capacity, topk,     1,      n_tiles,    n_tiles,  scale};
+    const cudaError_t e = detail::attend_tc(a, stream);
+    if (e != cudaSuccess) return e;
+    return rope_rotate(o, inv_freq, T, heads, D, rope_dim, pos0, 1, true, stream);
+  }
   const Plan p = plan(T, heads, window, topk, workspace_bytes, D);
   const size_t smem = smem_bytes(D);
   if (smem > 48 * 1024 &&
@@ -386,7 +320,7 @@ cudaError_t window_sparse_attention(const float* q, const uint8_t* new_packed, c
     (void)cudaGetLastError();
     return cudaErrorInvalidValue;
   }
-  Args a{q,         new_packed,
+  AttendArgs a{q,         new_packed,
          ring,      compressed,
          index,     sink,
          o,         static_cast<float*>(workspace),
@@ -395,7 +329,7 @@ cudaError_t window_sparse_attention(const float* q, const uint8_t* new_packed, c
          D,         window,
          capacity,  topk,
          p.splits,  p.tiles_per_split,
-         p.n_tiles, static_cast<float>(std::pow(static_cast<double>(D), -0.5))};
+         p.n_tiles, scale};
   const dim3 grid(static_cast<unsigned>(T * p.splits),
                   static_cast<unsigned>((heads + kHeadsBlk - 1) / kHeadsBlk));
   attend_kernel<<<grid, kThreads, smem, stream>>>(a);

@@ -164,7 +164,9 @@ void run_case(const Case& k, ThreadPool* pool) {
 TEST_CASE("window_sparse_attention matches the CPU reference at tiny dims",
           "[kernel][attention][window_sparse]") {
   if (skip_without_gpu()) return;
-  for (int64_t T : {1, 2, 7, 8, 16}) {
+  // T >= 32: the tensor-core kernel where head_dim is 64·2^k (64 here), else (32, 96) the
+  // split-key kernel at one split per block.
+  for (int64_t T : {1, 2, 7, 8, 16, 32, 33, 100}) {
     run_case({T, 3, 64, 16, 8, 12, 0, 0, 0, 0}, nullptr);      // ratio 0, first call (< window)
     run_case({T, 3, 64, 16, 8, 12, 5, 0, 0, 0}, nullptr);      // shorter than the window
     run_case({T, 3, 64, 16, 8, 12, 101, 0, 0, 0}, nullptr);    // ring wrapped
@@ -174,6 +176,9 @@ TEST_CASE("window_sparse_attention matches the CPU reference at tiny dims",
     run_case({T, 2, 96, 32, 8, 12, 40, 50, 40, 33}, nullptr);  // > 32 keys: several tiles
   }
   run_case({4, 3, 64, 16, 8, 12, 40, 10, 4, 4, true}, nullptr);  // out-of-range id -> NaN rows
+  run_case({40, 3, 64, 16, 8, 12, 40, 10, 4, 4, true}, nullptr);  // the same, tensor-core kernel
+  run_case({64, 20, 128, 32, 8, 12, 40, 50, 40, 33}, nullptr);    // 2 head groups, 16 + 4
+  run_case({48, 5, 256, 64, 16, 20, 300, 90, 48, 40}, nullptr);   // head_dim 256
 }
 
 TEST_CASE("window_sparse_attention matches the CPU reference at the released dims",
@@ -186,6 +191,10 @@ TEST_CASE("window_sparse_attention matches the CPU reference at the released dim
     run_case({T, 64, 512, 64, 128, 144, 60, 15, 512, 15}, &pool);  // < window, < topk
     run_case({T, 64, 512, 64, 128, 144, 3000, 0, 0, 0}, &pool);    // window-only layer
   }
+  // Tensor-core kernel: a prefill chunk mid-sequence (ring + new rows in the window, full
+  // selection), a window-only layer, and the first chunk (T > window).
+  run_case({300, 64, 512, 64, 128, 144, 5000, 1250, 512, 512}, &pool);
+  run_case({64, 64, 512, 64, 128, 144, 3000, 0, 0, 0}, &pool);
   run_case({2048, 64, 512, 64, 128, 144, 0, 256, 64, 64}, &pool);  // prefill chunk, T > window
 }
 
