@@ -65,6 +65,59 @@ __device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// Raw bytes of 16 channels c .. c + 15 of a packed key row (attend_common.cuh formats): FP8 16
+// codes (one 16-byte load where aligned: rows of 528 bytes at the released dims) + the E8M0
+// scale of their 32-block; FP4 8 bytes (one 8-byte load where aligned: rows of 288 bytes) + the
+// e4m3 scale of their 16-block. A null row reads nothing.
+struct Raw16 {
+  uint4 w;
+  uint8_t scale;
+};
+
+__device__ __forceinline__ Raw16 load_raw16(const uint8_t* p, bool fp8, int c, int D) {
+  Raw16 r{make_uint4(0, 0, 0, 0), 0};
+  if (p == nullptr) return r;
+  const uint8_t* q = fp8 ? p + c : p + c / 2;
+  const int n = fp8 ? 16 : 8;
+  if ((reinterpret_cast<uintptr_t>(q) & (n - 1)) == 0) {
+    if (fp8) {
+      r.w = __ldg(reinterpret_cast<const uint4*>(q));
+    } else {
+      const uint2 v = __ldg(reinterpret_cast<const uint2*>(q));
+      r.w = make_uint4(v.x, v.y, 0, 0);
+    }
+  } else {
+    uint32_t words[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int b = 0; b < 16; ++b)
+      if (b < n) words[b / 4] |= static_cast<uint32_t>(q[b]) << (8 * (b % 4));
+    r.w = make_uint4(words[0], words[1], words[2], words[3]);
+  }
+  r.scale = fp8 ? p[D + c / 32] : p[D / 2 + c / 16];
+  return r;
+}
+
+// The 16 values of load_raw16 as bf16 pairs (exact: same products as the reference's decode).
+__device__ __forceinline__ void raw16_to_bf16(const Raw16& r, bool fp8, const float* e4m3,
+                                              const float* e2m1, uint32_t (&out)[8]) {
+  const uint32_t words[4] = {r.w.x, r.w.y, r.w.z, r.w.w};
+  if (fp8) {
+    const float s = ldexpf(1.0f, static_cast<int>(r.scale) - 127);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t b = words[i / 2] >> (16 * (i % 2));
+      out[i] = pack_bf16x2(__fmul_rn(e4m3[b & 0xFF], s), __fmul_rn(e4m3[(b >> 8) & 0xFF], s));
+    }
+  } else {
+    const float s = e4m3[r.scale];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t b = (words[i / 4] >> (8 * (i % 4))) & 0xFF;
+      out[i] = pack_bf16x2(__fmul_rn(e2m1[b & 0xF], s), __fmul_rn(e2m1[b >> 4], s));
+    }
+  }
+}
+
 constexpr size_t smem_bytes(int D) {
   return static_cast<size_t>(kKeys) * (D + 8) * 2 + kWarps * kHeads * kSpLd * 4 +
          kParts * kHeads * kPLd * 2 + (256 + 16 + 16 + 16) * 4;
@@ -74,7 +127,7 @@ constexpr size_t smem_bytes(int D) {
 // the PV pass. Registers at KS = 8: Q fragments 96, O accumulators 64.
 template <int KS>
 __global__ void __launch_bounds__(kThreads, 2) attend_tc_kernel(AttendArgs a) {
-  constexpr int D = 64 * KS, DW = 16 * KS, LdK = D + 8, n4 = D / 4;
+  constexpr int D = 64 * KS, DW = 16 * KS, LdK = D + 8;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __nv_bfloat16* kt = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // [kKeys, LdK] keys
   float* sp = reinterpret_cast<float*>(kt + kKeys * LdK);           // [kWarps, kHeads, kSpLd]
@@ -83,8 +136,9 @@ __global__ void __launch_bounds__(kThreads, 2) attend_tc_kernel(AttendArgs a) {
   float* e2m1 = e4m3 + 256;                                             // [16]
   float* alpha = e2m1 + 16;  // [kHeads] rescale of the tile
   float* fac = alpha + 16;   // [kHeads] final normalisation
-  __shared__ const uint8_t* src[kKeys];
-  __shared__ int fp8_key[kKeys];
+  // Key slots of the current tile and the next (written while the current one is multiplied).
+  __shared__ const uint8_t* src[2][kKeys];
+  __shared__ int fp8_key[2][kKeys];
   __shared__ int bad;
 
   const int64_t t = blockIdx.x;
@@ -93,6 +147,12 @@ __global__ void __launch_bounds__(kThreads, 2) attend_tc_kernel(AttendArgs a) {
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
   fill_value_tables(e4m3, e2m1);
   if (tid == 0) bad = 0;
+  __syncthreads();  // bad = 0 before any slot may set it
+  if (tid < kKeys) {
+    int fp8 = 0;
+    src[0][tid] = key_slot(a, t, tid, &fp8, &bad);
+    fp8_key[0][tid] = fp8;
+  }
 
   // Q as A fragments (rows = heads g / g + 8, k = channels), three parts; rows past `heads` 0.
   uint32_t qf[KS][kParts][4];
@@ -117,24 +177,36 @@ __global__ void __launch_bounds__(kThreads, 2) attend_tc_kernel(AttendArgs a) {
   const int sh = tid >> 3, sk = (tid & 7) * 4;
   float m_run = -INFINITY, l_run = 0.0f;
 
+  // Decode items: (key, 16 channels); kItems per thread, loaded in batches of 4 so that a
+  // batch's global loads are in flight together (one dependent round per 4 items).
+  constexpr int kItems = kKeys * (D / 16) / kThreads, kBatch = kItems < 4 ? kItems : 4;
   for (int tile = 0; tile < a.n_tiles; ++tile) {
-    __syncthreads();  // tables written; the previous tile's keys and P consumed
-    if (tid < kKeys) {
+    const int buf = tile & 1;
+    __syncthreads();  // slots of this tile written; the previous tile's keys and P consumed
+#pragma unroll
+    for (int i0 = 0; i0 < kItems; i0 += kBatch) {
+      Raw16 raw[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int i = tid + (i0 + b) * kThreads, e = i / (D / 16), c = 16 * (i % (D / 16));
+        raw[b] = load_raw16(src[buf][e], fp8_key[buf][e] != 0, c, D);
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int i = tid + (i0 + b) * kThreads, e = i / (D / 16), c = 16 * (i % (D / 16));
+        uint32_t v[8];
+        raw16_to_bf16(raw[b], fp8_key[buf][e] != 0, e4m3, e2m1, v);
+        uint4* dst = reinterpret_cast<uint4*>(kt + e * LdK + c);
+        dst[0] = make_uint4(v[0], v[1], v[2], v[3]);
+        dst[1] = make_uint4(v[4], v[5], v[6], v[7]);
+      }
+    }
+    __syncthreads();
+    if (tid < kKeys && tile + 1 < a.n_tiles) {  // the next tile's slots (index load in flight)
       int fp8 = 0;
-      src[tid] = key_slot(a, t, tile * kKeys + tid, &fp8, &bad);
-      fp8_key[tid] = fp8;
+      src[buf ^ 1][tid] = key_slot(a, t, (tile + 1) * kKeys + tid, &fp8, &bad);
+      fp8_key[buf ^ 1][tid] = fp8;
     }
-    __syncthreads();
-#pragma unroll 4
-    for (int i = tid; i < kKeys * n4; i += kThreads) {
-      const int e = i / n4, c = 4 * (i % n4);
-      const uint8_t* p = src[e];
-      const float4 v = p != nullptr ? decode_key4(p, fp8_key[e] != 0, c, D, e4m3, e2m1)
-                                    : make_float4(0.f, 0.f, 0.f, 0.f);
-      *reinterpret_cast<uint2*>(kt + e * LdK + c) =
-          make_uint2(pack_bf16x2(v.x, v.y), pack_bf16x2(v.z, v.w));
-    }
-    __syncthreads();
     // S pass: this warp's channels, n-tile nt = keys 8·nt .. 8·nt + 7.
     {
       float s[4][4];
@@ -173,7 +245,7 @@ __global__ void __launch_bounds__(kThreads, 2) attend_tc_kernel(AttendArgs a) {
       float mt = -INFINITY;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        sc[i] = src[sk + i] != nullptr ? __fmul_rn(dot[i], a.scale) : -INFINITY;
+        sc[i] = src[buf][sk + i] != nullptr ? __fmul_rn(dot[i], a.scale) : -INFINITY;
         mt = fmaxf(mt, sc[i]);
       }
 #pragma unroll
@@ -261,8 +333,9 @@ __global__ void __launch_bounds__(kThreads, 2) attend_tc_kernel(AttendArgs a) {
 
 template <int KS>
 cudaError_t launch(const AttendArgs& a, cudaStream_t stream) {
+  // The opt-in is needed once dynamic + static (784 B of slots) pass 48 KB: at head_dim 512.
   const size_t smem = smem_bytes(64 * KS);
-  if (smem > 48 * 1024 &&
+  if (smem + 1024 > 48 * 1024 &&
       cudaFuncSetAttribute(attend_tc_kernel<KS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            static_cast<int>(smem)) != cudaSuccess) {
     (void)cudaGetLastError();
