@@ -6,6 +6,7 @@
 // none are expected. Error rows must give sample()'s status and message.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <functional>
