@@ -24,6 +24,10 @@
 
 namespace dsv41 {
 
+namespace sampling {
+class DeviceSampling;  // internal: the chain's inputs for the CUDA sampling kernel
+}
+
 // Plain data; defaults = vLLM SamplingParams defaults (= no-op for every stage but sampling).
 struct SamplerParams {
   float temperature = 1.0f;             // >= 0, finite; < 1e-5 means greedy (vLLM _SAMPLING_EPS)
@@ -79,6 +83,7 @@ class Sampler {
   int64_t num_generated() const;
 
  private:
+  friend class sampling::DeviceSampling;
   struct Impl;
   explicit Sampler(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

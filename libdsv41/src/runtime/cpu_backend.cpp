@@ -5,6 +5,14 @@
 #include "runtime/forward_backend.hpp"
 
 namespace dsv41 {
+
+// ForwardBackend's default, for backends that keep the logits on the host.
+sampling::DeviceSampleOutcome ForwardBackend::forward_sample(BackendSequence&,
+                                                             std::span<const int32_t>,
+                                                             const sampling::SamplePlan&) const {
+  DSV41_FAIL(kUnsupported, "the {} backend does not sample on a device", name());
+}
+
 namespace {
 
 class CpuSequence final : public BackendSequence {

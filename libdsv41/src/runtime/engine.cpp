@@ -8,6 +8,7 @@
 #include <deque>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/check.hpp"
@@ -17,6 +18,7 @@
 #include "kv/page_pool.hpp"
 #include "runtime/model_impl.hpp"
 #include "runtime/prefix_cache.hpp"
+#include "sampling/device_sample_plan.hpp"
 #include "sampling/stop_matcher.hpp"
 
 namespace dsv41 {
@@ -167,25 +169,46 @@ void Engine::Impl::finish(Request& r, FinishReason reason, Status status, std::s
 // Runs one scheduling unit of `r`: a prefill chunk (within *budget) or one decode token.
 void Engine::Impl::step(Request& r, int64_t* budget) {
   const int64_t n_prompt = static_cast<int64_t>(r.req.prompt.size());
-  std::vector<float> logits;
+  // The step that samples runs the chain where the logits are (the CUDA backend: one 16-byte
+  // result instead of the vocab's logits), with the same tokens (docs/sampling.md "Device
+  // path"). A constraint masks host logits, so such requests keep the host path.
+  const bool on_device = model->backend->samples_on_device() && !r.req.constraint;
+  std::span<const int32_t> ids;
+  const int32_t pending = r.pending_token;
   if (r.prefilled < n_prompt) {
     if (*budget <= 0) return;
     const int64_t n = std::min(n_prompt - r.prefilled, *budget);
-    std::span<const int32_t> chunk(r.req.prompt.data() + r.prefilled, static_cast<size_t>(n));
-    logits = session_append(*r.session, chunk, false);
-    r.prefilled += n;
-    *budget -= n;
-    if (r.prefilled < n_prompt) return;
+    ids = std::span<const int32_t>(r.req.prompt.data() + r.prefilled, static_cast<size_t>(n));
+  } else {
+    ids = std::span<const int32_t>(&pending, 1);
+  }
+  const bool prefill = r.prefilled < n_prompt;
+  const bool samples = !prefill || r.prefilled + static_cast<int64_t>(ids.size()) == n_prompt;
+  std::vector<float> logits;
+  std::optional<sampling::SamplePlan> plan;
+  sampling::DeviceSampleOutcome outcome;
+  if (samples && on_device) {
+    plan = sampling::DeviceSampling::plan(*r.sampler);
+    outcome = session_append_sample(*r.session, ids, *plan);
+  } else {
+    logits = session_append(*r.session, ids, false);
+  }
+  if (prefill) {
+    r.prefilled += static_cast<int64_t>(ids.size());
+    *budget -= static_cast<int64_t>(ids.size());
+    if (!samples) return;
     if (params.prefix_cache_entries > 0) {
       std::lock_guard<std::mutex> lock(mu);
       cache_copy_locked(r.session->state);
     }
-  } else {
-    const int32_t t = r.pending_token;
-    logits = session_append(*r.session, std::span<const int32_t>(&t, 1), false);
   }
-  if (r.req.constraint) r.req.constraint->mask(logits);
-  Result<int32_t> tok = r.sampler->sample(logits);
+  Result<int32_t> tok = 0;
+  if (plan) {
+    tok = sampling::DeviceSampling::finish(*r.sampler, *plan, outcome);
+  } else {
+    if (r.req.constraint) r.req.constraint->mask(logits);
+    tok = r.sampler->sample(logits);
+  }
   if (!tok.is_ok()) return finish(r, FinishReason::kNone, tok.status());
   const int32_t id = *tok;
   Status st = r.sampler->accept(id);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/attention/attention_state.hpp"
+#include "sampling/device_sample_plan.hpp"
 
 namespace dsv41 {
 
@@ -46,6 +47,15 @@ class ForwardBackend {
   // Appends ids at seq.pos(); logits [T, vocab] (all_rows) or of the last token [vocab].
   virtual std::vector<float> forward(BackendSequence& seq, std::span<const int32_t> ids,
                                      bool all_rows) const = 0;
+  // True when forward_sample() runs: the sampler's chain on the device that holds the logits.
+  virtual bool samples_on_device() const { return false; }
+  // Appends ids like forward(seq, ids, false) and samples the last row with plan where the
+  // logits are (CUDA: one 16-byte result comes back instead of vocab floats). Statuses as
+  // DeviceSampleOutcome; DeviceSampling::finish turns them into Sampler::sample's result.
+  // Throws kUnsupported unless samples_on_device().
+  virtual sampling::DeviceSampleOutcome forward_sample(BackendSequence& seq,
+                                                       std::span<const int32_t> ids,
+                                                       const sampling::SamplePlan& plan) const;
 };
 
 // The CPU reference backend over t (t must outlive it).

@@ -34,5 +34,9 @@ int64_t state_bytes(const ModelInfo& info, int64_t tokens);
 // The shared append path of Session and Engine: validates ids and the context limit, then runs
 // forward in chunks of params.chunk_tokens. Throws detail::Failure (nothing committed on error).
 std::vector<float> session_append(Session::Impl& s, std::span<const int32_t> ids, bool all_logits);
+// The same append with the last row sampled on the backend's device (backend->
+// samples_on_device() only); the outcome goes to DeviceSampling::finish.
+sampling::DeviceSampleOutcome session_append_sample(Session::Impl& s, std::span<const int32_t> ids,
+                                                    const sampling::SamplePlan& plan);
 
 }  // namespace dsv41

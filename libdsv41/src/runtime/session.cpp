@@ -18,39 +18,77 @@ Status SessionParams::validate() const {
   return Status::ok();
 }
 
-std::vector<float> session_append(Session::Impl& s, std::span<const int32_t> ids, bool all_logits) {
+namespace {
+
+// The checks of every append: ids in the vocabulary, the context limit.
+void check_append(const Session::Impl& s, std::span<const int32_t> ids) {
   const ModelInfo& info = s.model->info;
   DSV41_CHECK(!ids.empty(), kInvalidArgument, "no tokens to append");
   for (size_t i = 0; i < ids.size(); ++i)
     DSV41_CHECK(ids[i] >= 0 && ids[i] < info.vocab_size, kInvalidArgument,
                 "token ids[{}] = {} is outside the vocabulary [0, {})", i, ids[i], info.vocab_size);
   const int64_t limit = std::min(s.params.max_context, info.max_position_embeddings);
-  BackendSequence& seq = *s.state;
-  DSV41_CHECK(seq.pos() + static_cast<int64_t>(ids.size()) <= limit, kContextOverflow,
+  DSV41_CHECK(s.state->pos() + static_cast<int64_t>(ids.size()) <= limit, kContextOverflow,
               "{} tokens at position {} exceed the maximum context of {} tokens", ids.size(),
-              seq.pos(), limit);
-  const ForwardBackend& backend = *s.model->backend;
-  const int64_t V = info.vocab_size;
+              s.state->pos(), limit);
+}
+
+// Runs ids through the backend in chunks of params.chunk_tokens: last(chunk) for the final
+// chunk, rest(chunk) for the others. A failure resets the sequence (half a chunk may be in it).
+template <class Rest, class Last>
+void run_chunks(Session::Impl& s, std::span<const int32_t> ids, Rest rest, Last last) {
   const int64_t n = static_cast<int64_t>(ids.size());
   const int64_t chunk = s.params.chunk_tokens > 0 ? s.params.chunk_tokens : n;
-  std::vector<float> out;
-  if (all_logits) out.reserve(static_cast<size_t>(n * V));
   try {
     for (int64_t b = 0; b < n; b += chunk) {
       const int64_t e = std::min(n, b + chunk);
-      // Only the last chunk's last row is wanted without all_logits: the CUDA head then runs
-      // on one row instead of 129,280 x chunk logits.
-      std::vector<float> logits = backend.forward(seq, ids.subspan(b, e - b), all_logits);
-      if (all_logits) {
-        out.insert(out.end(), logits.begin(), logits.end());
-      } else if (e == n) {
-        out = std::move(logits);
+      if (e == n) {
+        last(ids.subspan(b, e - b));
+      } else {
+        rest(ids.subspan(b, e - b));
       }
     }
   } catch (...) {
-    seq.reset();  // a failure inside forward (e.g. out of memory) may leave half a chunk
+    s.state->reset();
     throw;
   }
+}
+
+}  // namespace
+
+std::vector<float> session_append(Session::Impl& s, std::span<const int32_t> ids, bool all_logits) {
+  check_append(s, ids);
+  const ForwardBackend& backend = *s.model->backend;
+  BackendSequence& seq = *s.state;
+  std::vector<float> out;
+  if (all_logits) out.reserve(ids.size() * static_cast<size_t>(s.model->info.vocab_size));
+  // Only the last chunk's last row is wanted without all_logits: the CUDA head then runs
+  // on one row instead of 129,280 x chunk logits.
+  auto rest = [&](std::span<const int32_t> c) {
+    std::vector<float> logits = backend.forward(seq, c, all_logits);
+    if (all_logits) out.insert(out.end(), logits.begin(), logits.end());
+  };
+  auto last = [&](std::span<const int32_t> c) {
+    std::vector<float> logits = backend.forward(seq, c, all_logits);
+    if (all_logits) {
+      out.insert(out.end(), logits.begin(), logits.end());
+    } else {
+      out = std::move(logits);
+    }
+  };
+  run_chunks(s, ids, rest, last);
+  return out;
+}
+
+sampling::DeviceSampleOutcome session_append_sample(Session::Impl& s, std::span<const int32_t> ids,
+                                                    const sampling::SamplePlan& plan) {
+  check_append(s, ids);
+  const ForwardBackend& backend = *s.model->backend;
+  BackendSequence& seq = *s.state;
+  sampling::DeviceSampleOutcome out;
+  run_chunks(
+      s, ids, [&](std::span<const int32_t> c) { (void)backend.forward(seq, c, false); },
+      [&](std::span<const int32_t> c) { out = backend.forward_sample(seq, c, plan); });
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include "core/check.hpp"
 #include "sampling/penalties.hpp"
 #include "sampling/rng.hpp"
+#include "sampling/sampler_impl.hpp"
 #include "sampling/truncation.hpp"
 
 namespace dsv41 {
@@ -15,8 +16,6 @@ namespace dsv41 {
 namespace {
 
 constexpr float kBanned = -std::numeric_limits<float>::infinity();
-// vLLM _SAMPLING_EPS: a temperature below it is greedy.
-constexpr float kGreedyTemperature = 1e-5f;
 
 uint64_t nondeterministic_seed() {
   std::random_device device;
@@ -48,46 +47,31 @@ void check_logits(std::span<const float> logits, int64_t vocab_size) {
 
 }  // namespace
 
-struct Sampler::Impl {
-  SamplerParams params;
-  int64_t vocab_size;
-  sampling::TokenHistory history;
-  sampling::Xoshiro256StarStar rng;
-  std::vector<float> work;  // [vocab_size] scratch of sample()
-
-  Impl(const SamplerParams& p, int64_t vocab, uint64_t seed)
-      : params(p), vocab_size(vocab), history(vocab), rng(seed) {}
-
-  bool greedy() const { return params.temperature < kGreedyTemperature; }
-
-  // Steps 1-7 of the chain on a copy of `logits` in `work`. Returns the greedy token, or -1
-  // when `work` holds the truncated, temperature-scaled logits to sample from.
-  int32_t run_chain(std::span<const float> logits, std::vector<float>& work) const {
-    check_logits(logits, vocab_size);
-    work.assign(logits.begin(), logits.end());
-    for (const auto& [id, bias] : params.logit_bias) work[id] += bias;
-    sampling::apply_penalties(work, history, params.repetition_penalty, params.frequency_penalty,
-                              params.presence_penalty);
-    const float m = sampling::max_logit(work);
-    DSV41_CHECK(m != kBanned, kInvalidArgument,
-                "no token left after logit_bias and penalties: all {} logits are -inf "
-                "(SamplerParams.logit_bias has {} entries)",
-                vocab_size, params.logit_bias.size());
-    DSV41_CHECK(m != INFINITY, kInvalidArgument,
-                "logit of token {} overflowed to +inf after logit_bias and penalties",
-                sampling::argmax_lowest_id(work));
-    if (greedy()) return sampling::argmax_lowest_id(work);
-    // Shifting by the max before dividing keeps (logit - m) / T <= 0 for any tiny T, so
-    // nothing overflows; softmax is shift-invariant, so the distribution is unchanged.
-    for (float& v : work) {
-      if (v != kBanned) v = (v - m) / params.temperature;
-    }
-    if (params.min_p > 0.0f) sampling::apply_min_p(work, params.min_p);
-    if (params.top_k > 0) sampling::apply_top_k(work, params.top_k);
-    if (params.top_p < 1.0f) sampling::apply_top_p(work, params.top_p);
-    return -1;
+int32_t Sampler::Impl::run_chain(std::span<const float> logits, std::vector<float>& work) const {
+  check_logits(logits, vocab_size);
+  work.assign(logits.begin(), logits.end());
+  for (const auto& [id, bias] : params.logit_bias) work[id] += bias;
+  sampling::apply_penalties(work, history, params.repetition_penalty, params.frequency_penalty,
+                            params.presence_penalty);
+  const float m = sampling::max_logit(work);
+  DSV41_CHECK(m != kBanned, kInvalidArgument,
+              "no token left after logit_bias and penalties: all {} logits are -inf "
+              "(SamplerParams.logit_bias has {} entries)",
+              vocab_size, params.logit_bias.size());
+  DSV41_CHECK(m != INFINITY, kInvalidArgument,
+              "logit of token {} overflowed to +inf after logit_bias and penalties",
+              sampling::argmax_lowest_id(work));
+  if (greedy()) return sampling::argmax_lowest_id(work);
+  // Shifting by the max before dividing keeps (logit - m) / T <= 0 for any tiny T, so
+  // nothing overflows; softmax is shift-invariant, so the distribution is unchanged.
+  for (float& v : work) {
+    if (v != kBanned) v = (v - m) / params.temperature;
   }
-};
+  if (params.min_p > 0.0f) sampling::apply_min_p(work, params.min_p);
+  if (params.top_k > 0) sampling::apply_top_k(work, params.top_k);
+  if (params.top_p < 1.0f) sampling::apply_top_p(work, params.top_p);
+  return -1;
+}
 
 Sampler::Sampler(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Sampler::Sampler(Sampler&&) noexcept = default;

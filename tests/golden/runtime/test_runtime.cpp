@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "dsv41/engine.hpp"
+#include "dsv41/sampler.hpp"
 #include "dsv41/session.hpp"
 #include "loader/safetensors.hpp"
 #include "support/fixtures.hpp"
@@ -231,6 +232,65 @@ TEST_CASE("engine: greedy generation reproduces the oracle's greedy tokens, conc
           std::vector<int32_t>(want.begin() + 4, want.end()));
   EngineStats st = engine->stats();
   REQUIRE(st.prefix_cache_hits >= 1);
+}
+
+// The Engine samples where the logits are (on CUDA: sample_tokens on the device); a Session +
+// Sampler loop on the same model downloads the same logits and samples on the host. With the
+// same seed both give the same tokens (docs/sampling.md "Device path"); on the CPU backend both
+// are the host path. Run with DSV41_BACKEND=cuda by test_kernel_runtime.
+TEST_CASE("engine: seeded sampling equals Session + Sampler on the same backend",
+          "[golden][runtime]") {
+  const auto p1 = golden().ids("prompt1.input_ids");
+  for (int variant = 0; variant < 3; ++variant) {
+    GenerationRequest req;
+    req.prompt = p1;
+    req.stop.max_tokens = 24;
+    req.stop.ignore_eos = true;
+    req.sampling.temperature = 1.3f;
+    req.sampling.seed = 1234 + variant;
+    if (variant == 1) {
+      req.sampling.top_k = 20;
+      req.sampling.top_p = 0.9f;
+      req.sampling.repetition_penalty = 1.2f;
+      req.sampling.presence_penalty = 0.5f;
+      req.sampling.logit_bias[int32_t{p1[3]}] = -2.0f;
+    }
+    if (variant == 2) {
+      req.sampling.min_p = 0.02f;
+      req.sampling.frequency_penalty = 0.4f;
+    }
+    // The host loop: one-shot prefill, then one token per append (the Engine's schedule with a
+    // budget that covers the prompt).
+    auto sampler = Sampler::create(req.sampling, tiny8().info().vocab_size);
+    REQUIRE(sampler.is_ok());
+    REQUIRE(sampler->set_prompt(p1).is_ok());
+    Session s = session();
+    auto logits = s.append(p1, false);
+    REQUIRE(logits.is_ok());
+    std::vector<int32_t> want;
+    for (int i = 0; i < 24; ++i) {
+      auto t = sampler->sample(*logits);
+      REQUIRE(t.is_ok());
+      want.push_back(*t);
+      REQUIRE(sampler->accept(*t).is_ok());
+      if (i + 1 < 24) {
+        logits = s.append(std::vector<int32_t>{*t}, false);
+        REQUIRE(logits.is_ok());
+      }
+    }
+    EngineParams ep;
+    ep.max_batched_tokens = 2048;
+    ep.prefix_cache_entries = 0;
+    auto engine = Engine::create(tiny8(), ep);
+    REQUIRE(engine.is_ok());
+    Collector c;
+    auto id = engine->submit(req, c.callback());
+    REQUIRE(id.is_ok());
+    GenerationEvent ev = c.wait(*id);
+    REQUIRE(ev.status.is_ok());
+    INFO("variant " << variant << " backend " << tiny8().info().backend);
+    REQUIRE(c.tokens[*id] == want);
+  }
 }
 
 TEST_CASE("engine: cancel, typed submit errors, budget exhaustion, shutdown", "[golden][runtime]") {

@@ -193,6 +193,22 @@ std::vector<float> CudaTransformer::forward(DeviceSequence& seq, std::span<const
   return logits;
 }
 
+void CudaTransformer::forward_last(DeviceSequence& seq, std::span<const int32_t> ids) const {
+  check_call(seq, ids, {});
+  const int64_t T = static_cast<int64_t>(ids.size());
+  try {
+    for (int64_t c0 = 0; c0 < T; c0 += opts_.max_chunk) {
+      const int64_t n = std::min<int64_t>(opts_.max_chunk, T - c0);
+      const bool last = c0 + n == T;
+      run_chunk(seq, ids.subspan(c0, n), {}, last ? 1 : 0);
+      if (!last) stream_->synchronize();  // the pinned ids / hash staging is reused
+    }
+  } catch (...) {
+    seq.poisoned_ = true;
+    throw;
+  }
+}
+
 void CudaTransformer::enqueue(DeviceSequence& seq, std::span<const int32_t> ids,
                               std::span<const uint8_t> image_flags) const {
   check_call(seq, ids, image_flags);

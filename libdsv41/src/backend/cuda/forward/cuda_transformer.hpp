@@ -74,6 +74,10 @@ class CudaTransformer {
   std::vector<float> forward(DeviceSequence& seq, std::span<const int32_t> ids,
                              std::span<const uint8_t> image_flags = {},
                              LogitRows rows = LogitRows::kAll) const;
+  // Like forward(.., kLast) without the download: the logits of the last token [vocab] are left
+  // at device_logits() (row 0) on stream(), not synchronised, for a device-side consumer (the
+  // sampler). Earlier chunks synchronise as in forward(). Same checks and poisoning.
+  void forward_last(DeviceSequence& seq, std::span<const int32_t> ids) const;
   // DeviceSequence::rollback / clone on stream().
   void rollback(DeviceSequence& seq, int64_t n) const { seq.rollback(n, stream()); }
   DeviceSequence clone(const DeviceSequence& seq, int64_t max_context) const;
