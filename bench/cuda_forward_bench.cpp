@@ -194,10 +194,10 @@ int run(int argc, char** argv) {
   int64_t max_rows = 1;
   for (int64_t r : rows) max_rows = std::max(max_rows, r);
   dsv41::cuda::CudaForwardOptions opts;
-  opts.max_chunk = static_cast<int>(std::max(chunk, max_rows));
-  opts.max_context =  // the first context also runs a profiled prefill chunk
+  opts.max_chunk = static_cast<int>(std::max({chunk, max_rows, capture_rows}));
+  opts.max_context =  // the first context also runs a profiled prefill chunk; capture 2 steps
       *std::max_element(contexts.begin(), contexts.end()) + 2 * chunk +
-      (repeats + 4) * max_rows * 2;
+      (repeats + 4) * max_rows * 2 + 2 * capture_rows;
   std::unique_ptr<CudaTransformer> gpu = CudaTransformer::upload(*cpu, opts);
   const dsv41::cuda::CudaLoadReport& rep = gpu->load_report();
   const double GiB = 1024.0 * 1024 * 1024;
