@@ -17,21 +17,12 @@ build="${BUILD_DIR:-build-gpu}"
 jobs="${JOBS:-$(nproc)}"
 
 nvidia-smi -L || { echo "gpu-test.sh: no NVIDIA GPU visible (nvidia-smi failed)" >&2; exit 1; }
-nvcc="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
-
-cmake_args=()
 if [ -n "${DEPS_PREFIX:-}" ]; then
   DEPS_PREFIX="$(cd "$DEPS_PREFIX" && pwd)"
-  cmake_args+=("-DCMAKE_PREFIX_PATH=$DEPS_PREFIX")
-  export PKG_CONFIG_PATH="$DEPS_PREFIX/lib/x86_64-linux-gnu/pkgconfig:${PKG_CONFIG_PATH:-}"
-  export LD_LIBRARY_PATH="$DEPS_PREFIX/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+  export DEPS_PREFIX LD_LIBRARY_PATH="$DEPS_PREFIX/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
 fi
-# CMake 4 drops policies older than 3.5; Debian's Catch2/fmt config files are that old.
-export CMAKE_POLICY_VERSION_MINIMUM=3.5
-
-cmake -G Ninja -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc" \
-  -DDSV41_CUDA=ON -DDSV41_NATIVE=ON -DDSV41_BUILD_TESTS=ON \
-  -DDSV41_BUILD_SERVER=OFF -DDSV41_BUILD_EXAMPLES=OFF "${cmake_args[@]}"
+export BUILD_DIR="$build" JOBS="$jobs"
+scripts/gpu-build.sh  # configure
 
 all_targets="$(ninja -C "$build" -t targets all)"
 # Every kernel-tier executable (tests/kernel/CMakeLists.txt): a test binary that is not built
@@ -46,7 +37,12 @@ for b in dsv41_bench_cuda_linear dsv41_bench_cuda_exl3 dsv41_bench_cuda_moe dsv4
     echo "gpu-test.sh: WARNING: benchmark target $b is not configured (bench/ not added?)" >&2
   fi
 done
-cmake --build "$build" -j "$jobs" --target "${targets[@]}" "${benches[@]}"
+# Built for the whole-model benchmarks of docs/perf.md (need a synthetic checkpoint; not run here).
+tools=()
+for b in dsv41_make_synthetic dsv41_bench_session; do
+  if grep -q "^$b:" <<<"$all_targets"; then tools+=("$b"); fi
+done
+scripts/gpu-build.sh "${targets[@]}" "${benches[@]}" "${tools[@]}"
 ctest --test-dir "$build" -L kernel --output-on-failure --timeout 900
 
 if [ "${BENCH:-1}" = "1" ]; then
