@@ -7,7 +7,8 @@
 //                                 fp64 rate is 1/64 of fp32 (~0.7 ms for 129,280 exps on one SM)
 //   top_p    (block per row)      radix select of the cut key on exact fixed-point masses, then
 //                                 the key's ties in id order
-//   draw     (block per row)      inverse CDF in id order with the host's uniform
+//   draw     (block per row)      inverse CDF in id order with the host's uniform; the only
+//                                 writer of `out` (greedy / error rows: prepare's row-state result)
 // Workspace per row: work [vocab] fp32 (the chain's logits), w [vocab] fp64, a row state.
 // Steps 1-7 reproduce the CPU's fp32 operations exactly (unfused IEEE ops, same comparisons), so
 // the surviving set is the CPU's; only the fp64 sums of top_p and of the draw run in another
@@ -29,9 +30,13 @@ constexpr int kThreads = 1024;  // one block per row: 127 tokens per thread at 1
 constexpr int kWeightThreads = 256;
 constexpr int kWeightPerBlock = 4096;  // 32 blocks per row at 129,280: ~500 blocks for 16 rows
 
+// prepare's outcome for a row. prepare never writes `out`: draw_kernel writes every row's
+// SampleResult exactly once (from here when inactive, else the drawn token), so a result slot
+// cannot keep a placeholder or be written by two kernels.
 struct RowState {
-  int32_t active;  // 1: non-greedy row without error, weights/top_p/draw run
-  int32_t pad[63];
+  int32_t active;       // 1: non-greedy row without error, weights/top_p/draw run
+  SampleResult result;  // the row's final result when active == 0
+  int32_t pad[59];
 };
 
 size_t align256(size_t b) { return (b + 255) & ~size_t{255}; }
@@ -55,10 +60,13 @@ __device__ __forceinline__ bool better(float va, int ia, float vb, int ib) {
   return va > vb || (va == vb && ia < ib);
 }
 
-__device__ void finish_row(SampleResult* out, RowState* st, int32_t token, int32_t status,
-                           int32_t count, int32_t first) {
+// Ends prepare for a greedy or error row: the result goes to the row state; draw_kernel copies it
+// to `out`. Every thread of the block must take the same path (callers branch on block-uniform
+// values read after a __syncthreads).
+__device__ void finish_row(RowState* st, int32_t token, int32_t status, int32_t count,
+                           int32_t first) {
   if (threadIdx.x == 0) {
-    *out = SampleResult{token, status, count, first};
+    st->result = SampleResult{token, status, count, first};
     st->active = 0;
   }
 }
@@ -66,7 +74,7 @@ __device__ void finish_row(SampleResult* out, RowState* st, int32_t token, int32
 __global__ void __launch_bounds__(kThreads)
     prepare_kernel(const float* logits, int64_t vocab, const SampleRowParams* params,
                    const SampleAdjust* adjust, const int32_t* adjust_offsets,
-                   const uint32_t* allowed, SampleResult* out, void* ws) {
+                   const uint32_t* allowed, void* ws) {
   __shared__ int s_nan, s_pinf, s_ninf, s_first_nan, s_first_pinf;
   __shared__ float s_wv[kThreads / 32];
   __shared__ int s_wi[kThreads / 32];
@@ -111,9 +119,9 @@ __global__ void __launch_bounds__(kThreads)
   }
   if (ninf > 0) atomicAdd(&s_ninf, ninf);
   __syncthreads();
-  if (s_nan > 0) return finish_row(out + r, row.state, -1, kSampleNan, s_nan, s_first_nan);
-  if (s_pinf > 0) return finish_row(out + r, row.state, -1, kSamplePosInf, s_pinf, s_first_pinf);
-  if (s_ninf == n) return finish_row(out + r, row.state, -1, kSampleAllNegInf, n, -1);
+  if (s_nan > 0) return finish_row(row.state, -1, kSampleNan, s_nan, s_first_nan);
+  if (s_pinf > 0) return finish_row(row.state, -1, kSamplePosInf, s_pinf, s_first_pinf);
+  if (s_ninf == n) return finish_row(row.state, -1, kSampleAllNegInf, n, -1);
   // Steps 1-2 on the listed tokens: the CPU's fp32 operations in its order, unfused.
   if (adjust_offsets != nullptr) {
     for (int j = adjust_offsets[r] + threadIdx.x; j < adjust_offsets[r + 1]; j += kThreads) {
@@ -146,9 +154,9 @@ __global__ void __launch_bounds__(kThreads)
   for (int w = 1; w < kThreads / 32; ++w)
     if (better(s_wv[w], s_wi[w], bv, bi)) bv = s_wv[w], bi = s_wi[w];
   const float m = bv;
-  if (m == -INFINITY) return finish_row(out + r, row.state, -1, kSampleNothingLeft, 0, -1);
-  if (m == INFINITY) return finish_row(out + r, row.state, -1, kSampleOverflow, 1, bi);
-  if (p.greedy) return finish_row(out + r, row.state, bi, kSampleOk, 0, -1);
+  if (m == -INFINITY) return finish_row(row.state, -1, kSampleNothingLeft, 0, -1);
+  if (m == INFINITY) return finish_row(row.state, -1, kSampleOverflow, 1, bi);
+  if (p.greedy) return finish_row(row.state, bi, kSampleOk, 0, -1);
   // Temperature as (logit - max) / T, then min_p: drop exp(double(v) - 0) < min_p (the max is
   // now exactly 0). The fp64 exp is needed only within 1e-9 of log(min_p); outside that band
   // the comparison's outcome cannot depend on exp's last-ulp error (~2e-16 relative).
@@ -178,8 +186,8 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   if (threadIdx.x == 0) {
+    row.state->result = SampleResult{-1, kSampleNoCandidate, 0, -1};  // draw_kernel replaces it
     row.state->active = 1;
-    out[r] = SampleResult{-1, kSampleOk, 0, -1};
   }
 }
 
@@ -295,15 +303,21 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// The inverse CDF of Sampler::sample: the first id whose cumulative weight (id order) exceeds
-// u·total; past the end (rounding), the last id with weight.
+// The only writer of out[r], for every row: prepare's result for a greedy or error row, else the
+// inverse CDF of Sampler::sample: the first id whose cumulative weight (id order) exceeds
+// u·total; past the end (rounding), the last id with weight. An active row always has a token of
+// weight 1 (the max), so "no token with weight" is a fault of the kernels and is reported as
+// kSampleNoCandidate, never as status ok with token -1.
 __global__ void __launch_bounds__(kThreads)
     draw_kernel(int64_t vocab, const SampleRowParams* params, SampleResult* out, void* ws) {
   __shared__ double s_warp[kThreads / 32];
   __shared__ int s_found, s_last;
   const int64_t r = blockIdx.x;
   const RowView row = row_view(ws, vocab, r);
-  if (!row.state->active) return;
+  if (!row.state->active) {  // block-uniform: every thread reads the same word
+    if (threadIdx.x == 0) out[r] = row.state->result;
+    return;
+  }
   const int n = static_cast<int>(vocab);
   const int chunk = (n + kThreads - 1) / kThreads;
   const int lo = min(n, static_cast<int>(threadIdx.x) * chunk), hi = min(n, lo + chunk);
@@ -347,7 +361,9 @@ __global__ void __launch_bounds__(kThreads)
   if (last >= 0) atomicMax(&s_last, last);
   __syncthreads();
   if (threadIdx.x == 0) {
-    out[r] = SampleResult{s_found != INT_MAX ? s_found : s_last, kSampleOk, 0, -1};
+    const int token = s_found != INT_MAX ? s_found : s_last;
+    out[r] = token >= 0 ? SampleResult{token, kSampleOk, 0, -1}
+                        : SampleResult{-1, kSampleNoCandidate, 0, -1};
   }
 }
 
@@ -374,7 +390,7 @@ cudaError_t sample_tokens(const float* logits, int64_t rows, int64_t vocab,
     return cudaErrorInvalidValue;
   const unsigned R = static_cast<unsigned>(rows);
   prepare_kernel<<<R, kThreads, 0, stream>>>(logits, vocab, params, adjust, adjust_offsets, allowed,
-                                             out, workspace);
+                                             workspace);
   const unsigned chunks = static_cast<unsigned>((vocab + kWeightPerBlock - 1) / kWeightPerBlock);
   weights_kernel<<<dim3(chunks, R), kWeightThreads, 0, stream>>>(vocab, workspace);
   top_p_kernel<<<R, kThreads, 0, stream>>>(vocab, params, workspace);

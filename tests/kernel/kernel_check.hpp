@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <sstream>
 #include <string>
@@ -21,8 +22,11 @@ inline bool skip_without_gpu() {
   return true;
 }
 
-// Fresh seed per run (printed by the checks), so repeated runs draw different inputs.
+// Fresh seed per run (printed by the checks), so repeated runs draw different inputs;
+// DSV41_TEST_SEED (decimal or 0x hex) replays a printed one.
 inline uint64_t fresh_seed() {
+  if (const char* env = std::getenv("DSV41_TEST_SEED"); env != nullptr && *env != '\0')
+    return std::strtoull(env, nullptr, 0);
   std::random_device rd;
   return (static_cast<uint64_t>(rd()) << 32) | rd();
 }

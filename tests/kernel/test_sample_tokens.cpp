@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <span>
@@ -123,24 +124,50 @@ void run(const Setting& st) {
     cuda::DeviceBuffer d_adjust(std::max<size_t>(1, adjust.size()) * sizeof(kernels::SampleAdjust));
     if (!adjust.empty()) d_adjust.upload(adjust.data(), adjust.size() * sizeof(adjust[0]));
     d_out.fill_bytes(0x5A);
-    DSV41_CUDA_CHECK(kernels::sample_tokens(
-        d_logits.as<float>(), R, V, d_params.as<kernels::SampleRowParams>(),
-        d_adjust.as<kernels::SampleAdjust>(), d_offsets.as<int32_t>(),
-        st.allow ? d_allowed.as<uint32_t>() : nullptr, d_out.as<kernels::SampleResult>(),
-        d_ws.data(), ws_bytes, stream.get()));
-    stream.synchronize();
-    std::vector<kernels::SampleResult> out(R);
-    d_out.download(out.data(), out.size() * sizeof(out[0]));
+    auto launch_kernel = [&] {
+      DSV41_CUDA_CHECK(kernels::sample_tokens(
+          d_logits.as<float>(), R, V, d_params.as<kernels::SampleRowParams>(),
+          d_adjust.as<kernels::SampleAdjust>(), d_offsets.as<int32_t>(),
+          st.allow ? d_allowed.as<uint32_t>() : nullptr, d_out.as<kernels::SampleResult>(),
+          d_ws.data(), ws_bytes, stream.get()));
+      stream.synchronize();
+      std::vector<kernels::SampleResult> res(R);
+      d_out.download(res.data(), res.size() * sizeof(res[0]));
+      return res;
+    };
+    const std::vector<kernels::SampleResult> out = launch_kernel();
+    // Printed only for a failing row: whether the device still holds the uploaded inputs, and
+    // what the same launch gives again (tells an input / ordering race from a kernel bug).
+    auto diagnose = [&](int64_t r) {
+      auto same = [](const cuda::DeviceBuffer& d, const void* host, size_t bytes) {
+        std::vector<char> back(bytes);
+        d.download(back.data(), bytes);
+        return std::memcmp(back.data(), host, bytes) == 0;
+      };
+      const bool inputs =
+          same(d_logits, logits.data(), logits.size() * 4) &&
+          same(d_params, params.data(), params.size() * sizeof(params[0])) &&
+          same(d_offsets, offsets.data(), offsets.size() * 4) &&
+          (adjust.empty() || same(d_adjust, adjust.data(), adjust.size() * sizeof(adjust[0])));
+      d_out.fill_bytes(0x5A);
+      const kernels::SampleResult again = launch_kernel()[static_cast<size_t>(r)];
+      return fmt::format("device inputs intact after the launch: {}; relaunch: token {} status {}",
+                         inputs, again.token, again.status);
+    };
     for (int64_t r = 0; r < R; ++r) {
       const auto want = cpu[r].sample(masked[r]);
       const sampling::DeviceSampleOutcome o{out[r].token, out[r].status, out[r].count,
                                             out[r].first};
       const auto got = sampling::DeviceSampling::finish(dev[r], plans[r], o);
+      const bool differs =
+          got.is_ok() != want.is_ok() ||
+          (want.is_ok() ? *got != *want : got.status().message() != want.status().message());
       INFO(
           fmt::format("{}: vocab {} row {} of {} launch {} seed {:#x}: device token {} status {} "
-                      "count {} first {}; cpu {}",
+                      "count {} first {}; cpu {}{}",
                       st.name, V, r, R, launch, seed, o.token, o.status, o.count, o.first,
-                      want.is_ok() ? std::to_string(*want) : want.status().message()));
+                      want.is_ok() ? std::to_string(*want) : want.status().message(),
+                      differs ? "; " + diagnose(r) : std::string()));
       REQUIRE(got.is_ok() == want.is_ok());
       if (!want.is_ok()) {
         REQUIRE(got.status().message() == want.status().message());

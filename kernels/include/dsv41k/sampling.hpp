@@ -49,6 +49,9 @@ enum SampleStatus : int32_t {
   kSampleAllNegInf = 3,    // every logit -inf (after the mask)
   kSampleNothingLeft = 4,  // every logit -inf after logit_bias and penalties
   kSampleOverflow = 5,     // a logit became +inf after logit_bias / penalties; first = its id
+  // Not a Sampler outcome: the draw of a valid row found no token with weight (a kernel fault;
+  // the host reports it as kInternal instead of returning token -1).
+  kSampleNoCandidate = 6,
 };
 
 struct SampleResult {

@@ -101,6 +101,10 @@ Result<int32_t> DeviceSampling::finish(Sampler& s, const SamplePlan& plan,
       case 5:
         DSV41_FAIL(kInvalidArgument,
                    "logit of token {} overflowed to +inf after logit_bias and penalties", o.first);
+      case 6:  // kSampleNoCandidate: a kernel fault, never the CPU Sampler's outcome
+        DSV41_FAIL(kInternal,
+                   "device sampling: the draw found no token with weight (a sampling kernel "
+                   "fault)");
       default:
         DSV41_FAIL(kInternal, "device sampling: unknown status {}", o.status);
     }

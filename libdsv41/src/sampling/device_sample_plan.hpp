@@ -38,7 +38,8 @@ struct SamplePlan {
 };
 
 // What the device returned for one row (= dsv41::kernels::SampleResult; status 0 ok, 1 NaN,
-// 2 +inf, 3 all -inf, 4 nothing left after logit_bias / penalties, 5 overflow to +inf).
+// 2 +inf, 3 all -inf, 4 nothing left after logit_bias / penalties, 5 overflow to +inf; 6 is a
+// kernel fault, reported as kInternal).
 struct DeviceSampleOutcome {
   int32_t token = -1;
   int32_t status = 0;
