@@ -55,11 +55,6 @@ __device__ __forceinline__ RowView row_view(void* ws, int64_t vocab, int64_t r) 
           reinterpret_cast<RowState*>(base + wb + db)};
 }
 
-// a before b in argmax order: larger value, then lower id (argmax_lowest_id).
-__device__ __forceinline__ bool better(float va, int ia, float vb, int ib) {
-  return va > vb || (va == vb && ia < ib);
-}
-
 // Ends prepare for a greedy or error row: the result goes to the row state; draw_kernel copies it
 // to `out`. Every thread of the block must take the same path (callers branch on block-uniform
 // values read after a __syncthreads).
@@ -76,8 +71,7 @@ __global__ void __launch_bounds__(kThreads)
                    const SampleAdjust* adjust, const int32_t* adjust_offsets,
                    const uint32_t* allowed, void* ws) {
   __shared__ int s_nan, s_pinf, s_ninf, s_first_nan, s_first_pinf;
-  __shared__ float s_wv[kThreads / 32];
-  __shared__ int s_wi[kThreads / 32];
+  __shared__ unsigned long long s_best;
   __shared__ int hist[256];
   __shared__ uint32_t s_prefix;
   __shared__ int64_t s_need;
@@ -90,6 +84,7 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) {
     s_nan = s_pinf = s_ninf = 0;
     s_first_nan = s_first_pinf = INT_MAX;
+    s_best = 0;
   }
   __syncthreads();
   // Mask (ToolCallConstraint::mask) then check_logits' counts.
@@ -135,25 +130,23 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   __syncthreads();  // the adjusted values are visible to the whole block
-  // Max and the lowest id holding it (each thread walks ascending ids).
-  float bv = -INFINITY;
-  int bi = INT_MAX;
+  // Max and the lowest id holding it: one 64-bit key per token, (order_key(value), ~id), so the
+  // largest key is the largest value and, among equal values, the lowest id (argmax_lowest_id).
+  unsigned long long best = 0;
   for (int i = threadIdx.x; i < n; i += kThreads) {
-    const float v = row.work[i];
-    if (better(v, i, bv, bi)) bv = v, bi = i;
+    const unsigned long long key =
+        (static_cast<unsigned long long>(sampling::order_key(row.work[i])) << 32) |
+        static_cast<uint32_t>(~static_cast<uint32_t>(i));
+    best = key > best ? key : best;
   }
   for (int o = 16; o > 0; o >>= 1) {
-    const float ov = __shfl_down_sync(sampling::kFullWarp, bv, o);
-    const int oi = __shfl_down_sync(sampling::kFullWarp, bi, o);
-    if (better(ov, oi, bv, bi)) bv = ov, bi = oi;
+    const unsigned long long other = __shfl_xor_sync(sampling::kFullWarp, best, o);
+    best = other > best ? other : best;
   }
-  if (threadIdx.x % 32 == 0) s_wv[threadIdx.x / 32] = bv, s_wi[threadIdx.x / 32] = bi;
+  if (threadIdx.x % 32 == 0) atomicMax(&s_best, best);
   __syncthreads();
-  bv = s_wv[0];
-  bi = s_wi[0];
-  for (int w = 1; w < kThreads / 32; ++w)
-    if (better(s_wv[w], s_wi[w], bv, bi)) bv = s_wv[w], bi = s_wi[w];
-  const float m = bv;
+  const int bi = static_cast<int>(~static_cast<uint32_t>(s_best & 0xFFFFFFFFull));
+  const float m = row.work[bi];
   if (m == -INFINITY) return finish_row(row.state, -1, kSampleNothingLeft, 0, -1);
   if (m == INFINITY) return finish_row(row.state, -1, kSampleOverflow, 1, bi);
   if (p.greedy) return finish_row(row.state, bi, kSampleOk, 0, -1);
