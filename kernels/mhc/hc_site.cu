@@ -134,92 +134,6 @@ __global__ void __launch_bounds__(kThreads) hc_site_kernel(const __grid_constant
                      threadIdx.x, l);
 }
 
-// Prefill (T >= kTiledMinTokens, mix <= kTiledMaxMix): the split blocks above read a token's
-// flattened streams and one fn row per (token, row) block: 2 × 80 KB per block, 24 blocks per
-// token at hc 4 × D 5120, ~8 GB of L2 traffic per site at a 2048-token chunk (100 ms of the
-// chunk's 1.25 s over 80 sites, H200). A tiled block owns 8 tokens and every mix row: 128-column
-// tiles of H and fn are staged once in shared memory as fp64 (the products stay exact), thread
-// (token, row) adds its dot sequentially over the columns, 8 more threads the tokens' sums of
-// squares, then warp w finishes token w. No workspace, no counters.
-constexpr int kTileTokens = 8;
-constexpr int kTileCols = 128;
-constexpr int kTiledMaxMix = 24;  // hc <= 4: 8 · 24 dot threads + 8 ss threads <= 256
-constexpr int64_t kTiledMinTokens = 64;
-
-bool use_tiled(int64_t T, int mix) { return T >= kTiledMinTokens && mix <= kTiledMaxMix; }
-
-__global__ void __launch_bounds__(kThreads) hc_site_tiled_kernel(const __grid_constant__ Args a) {
-  __shared__ double part[2 * kThreads / 32];
-  __shared__ double hs[kTileTokens][kTileCols];
-  __shared__ double fs[kTiledMaxMix][kTileCols + 1];  // + 1: rows of one column on distinct banks
-  __shared__ double dots[kTileTokens][kTiledMaxMix + 1];
-  __shared__ float l[kTileTokens][hcm::kHcMaxEntries];
-  const int64_t b = blockIdx.x;
-  if (b < a.T) {
-    collapse_norm(a, b, part);
-    return;
-  }
-  const int64_t t0 = (b - a.T) * kTileTokens;
-  const int nt = static_cast<int>(min(static_cast<int64_t>(kTileTokens), a.T - t0));
-  const int tid = threadIdx.x, n_dot = a.mix * kTileTokens;
-  const bool is_dot = tid < n_dot, is_ss = !is_dot && tid < n_dot + kTileTokens;
-  const int tok = is_dot ? tid / a.mix : tid - n_dot, r = is_dot ? tid % a.mix : 0;
-  // The next tile's values are loaded into registers while the current one is multiplied (one
-  // dependent load round per tile made the first version ~2.5 ms per site under ncu).
-  constexpr int kHLoads = kTileTokens * kTileCols / kThreads;   // 4
-  constexpr int kFLoads = kTiledMaxMix * kTileCols / kThreads;  // 12
-  float hv[kHLoads], fv[kFLoads];
-  auto fetch = [&](int64_t k0) {
-    const int64_t kc = min(static_cast<int64_t>(kTileCols), a.flat - k0);
-#pragma unroll
-    for (int j = 0; j < kHLoads; ++j) {
-      const int i = tid + j * kThreads, tt = i / kTileCols, c = i % kTileCols;
-      hv[j] = tt < nt && c < kc ? __ldg(a.H + (t0 + tt) * a.flat + k0 + c) : 0.0f;
-    }
-#pragma unroll
-    for (int j = 0; j < kFLoads; ++j) {
-      const int i = tid + j * kThreads, rr = i / kTileCols, c = i % kTileCols;
-      fv[j] = rr < a.mix && c < kc ? __ldg(a.fn + rr * a.flat + k0 + c) : 0.0f;
-    }
-  };
-  double acc = 0.0;
-  fetch(0);
-  for (int64_t k0 = 0; k0 < a.flat; k0 += kTileCols) {
-    const int kc = static_cast<int>(min(static_cast<int64_t>(kTileCols), a.flat - k0));
-    __syncthreads();  // the previous tile is consumed
-#pragma unroll
-    for (int j = 0; j < kHLoads; ++j) {
-      const int i = tid + j * kThreads;
-      hs[i / kTileCols][i % kTileCols] = hv[j];
-    }
-#pragma unroll
-    for (int j = 0; j < kFLoads; ++j) {
-      const int i = tid + j * kThreads;
-      fs[i / kTileCols][i % kTileCols] = fv[j];
-    }
-    __syncthreads();
-    if (k0 + kTileCols < a.flat) fetch(k0 + kTileCols);
-    // One sequential fp64 sum per output, in column order (the reference's order).
-    if (is_dot) {
-      for (int c = 0; c < kc; ++c) acc += fs[r][c] * hs[tok][c];
-    } else if (is_ss) {
-      for (int c = 0; c < kc; ++c) acc += hs[tok][c] * hs[tok][c];
-    }
-  }
-  if (is_dot) dots[tok][r] = acc;
-  if (is_ss) dots[tok][kTiledMaxMix] = acc;
-  __syncthreads();
-  const int warp = tid / 32, lane = tid % 32;
-  if (warp >= nt) return;
-  const int64_t t = t0 + warp;
-  if (lane < a.mix)
-    *hcm::mix_slot(a.pre, a.post, a.comb, t, a.hc, lane) =
-        hcm::mix_value(dots[warp][lane], dots[warp][kTiledMaxMix], a.flat, a.norm_eps);
-  __syncwarp();
-  hcm::finish_warp(a.base, a.scale, a.pre, a.post, a.comb, t, a.hc, a.iters, a.hc_eps, lane,
-                   l[warp]);
-}
-
 }  // namespace
 
 size_t hc_site_workspace_bytes(int64_t max_T, int hc, int64_t D) {
@@ -256,12 +170,7 @@ cudaError_t hc_site(const float* H, const float* fn, const float* base, const fl
   a.T = T, a.D = D, a.flat = flat, a.S = S, a.chunk = (flat + S - 1) / S;
   a.hc = hc, a.mix = mix, a.iters = sinkhorn_iters;
   a.hc_eps = hc_eps, a.norm_eps = norm_eps;
-  if (use_tiled(T, mix)) {
-    hc_site_tiled_kernel<<<static_cast<unsigned>(T + (T + kTileTokens - 1) / kTileTokens),
-                           kThreads, 0, stream>>>(a);
-  } else {
-    hc_site_kernel<<<static_cast<unsigned>(T + T * mix * S), kThreads, 0, stream>>>(a);
-  }
+  hc_site_kernel<<<static_cast<unsigned>(T + T * mix * S), kThreads, 0, stream>>>(a);
   return cudaGetLastError();
 }
 

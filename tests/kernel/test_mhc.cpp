@@ -200,10 +200,9 @@ TEST_CASE("hc_site matches hc_mixes + hc_collapse + rms_norm of the CPU", "[kern
   run_site(3, 2, 37, 5, false);    // odd sizes, no norm weight
   run_site(2, 8, 1000, 20, true);  // the largest hc: the shared-memory finish
   run_site(5, 4, 300, 20, true);   // flat < 2 splits' worth: one split
-  // T >= 64 with hc <= 4: the tiled prefill blocks (8 tokens each; 100 = a partial last tile).
-  run_site(64, 2, 37, 5, false);
+  run_site(64, 2, 37, 5, false);  // prefill-sized calls: one split per (token, row)
   run_site(100, 1, 300, 3, true);
-  run_site(70, 8, 100, 20, true);  // hc 8 stays on the split blocks at any T
+  run_site(70, 8, 100, 20, true);
   for (int64_t T : {1, 2, 7, 16, 300, 2048}) run_site(T, 4, 5120, 20, true);  // released dims
 }
 
