@@ -92,9 +92,9 @@ __device__ __forceinline__ float4 decode_key4(const uint8_t* p, bool fp8, int c,
   }
   const float s = e4m3[p[D / 2 + c / 16]];
   const uint8_t* q = p + c / 2;
-  const uint32_t b2 =
-      (reinterpret_cast<uintptr_t>(q) & 1) == 0 ? *reinterpret_cast<const uint16_t*>(q)
-                                                : q[0] | (q[1] << 8);
+  const uint32_t b2 = (reinterpret_cast<uintptr_t>(q) & 1) == 0
+                          ? *reinterpret_cast<const uint16_t*>(q)
+                          : q[0] | (q[1] << 8);
   const uint8_t b0 = b2 & 0xFF, b1 = b2 >> 8;
   return make_float4(__fmul_rn(e2m1[b0 & 0xF], s), __fmul_rn(e2m1[b0 >> 4], s),
                      __fmul_rn(e2m1[b1 & 0xF], s), __fmul_rn(e2m1[b1 >> 4], s));

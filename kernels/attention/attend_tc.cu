@@ -130,7 +130,7 @@ __global__ void __launch_bounds__(kThreads, 2) attend_tc_kernel(AttendArgs a) {
   constexpr int D = 64 * KS, DW = 16 * KS, LdK = D + 8;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __nv_bfloat16* kt = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // [kKeys, LdK] keys
-  float* sp = reinterpret_cast<float*>(kt + kKeys * LdK);           // [kWarps, kHeads, kSpLd]
+  float* sp = reinterpret_cast<float*>(kt + kKeys * LdK);          // [kWarps, kHeads, kSpLd]
   __nv_bfloat16* pp = reinterpret_cast<__nv_bfloat16*>(sp + kWarps * kHeads * kSpLd);
   float* e4m3 = reinterpret_cast<float*>(pp + kParts * kHeads * kPLd);  // [256]
   float* e2m1 = e4m3 + 256;                                             // [16]

@@ -11,7 +11,8 @@
 //   values   thread = (head, 4 channels), acc += Σ_j p_j·k_j
 // With one split the block adds the sink and normalises; else it writes (m, l, acc) and
 // combine_kernel merges the splits with the sink. Then the inverse RoPE (rope_rotate).
-// Decode of one token at the released dims: 20 tiles × 8 head groups = 160 blocks.
+// Decode of one token at the released dims: 20 tiles × 8 head groups = 160 blocks. Calls of
+// T >= 32 tokens with head_dim 64/128/256/512 go to the tensor-core kernel instead (attend_tc.cu).
 // An out-of-range selection id makes every row of its token NaN (the reference throws).
 #include <cmath>
 #include <cstdint>
@@ -305,9 +306,9 @@ cudaError_t window_sparse_attention(const float* q, const uint8_t* new_packed, c
   const float scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
   if (T >= detail::kAttendTcMinTokens && detail::attend_tc_supported(D)) {
     const int n_tiles = (window + topk + 31) / 32;
-    const AttendArgs a{q,      new_packed, ring,   compressed, index,    sink,    o,
-                       nullptr, T,         n_entries, pos0,    heads,    D,       window,
-                       capacity, topk,     1,      n_tiles,    n_tiles,  scale};
+    const AttendArgs a{q,        new_packed, ring,      compressed, index,   sink, o,
+                       nullptr,  T,          n_entries, pos0,       heads,   D,    window,
+                       capacity, topk,       1,         n_tiles,    n_tiles, scale};
     const cudaError_t e = detail::attend_tc(a, stream);
     if (e != cudaSuccess) return e;
     return rope_rotate(o, inv_freq, T, heads, D, rope_dim, pos0, 1, true, stream);
@@ -321,15 +322,15 @@ cudaError_t window_sparse_attention(const float* q, const uint8_t* new_packed, c
     return cudaErrorInvalidValue;
   }
   AttendArgs a{q,         new_packed,
-         ring,      compressed,
-         index,     sink,
-         o,         static_cast<float*>(workspace),
-         T,         n_entries,
-         pos0,      heads,
-         D,         window,
-         capacity,  topk,
-         p.splits,  p.tiles_per_split,
-         p.n_tiles, scale};
+               ring,      compressed,
+               index,     sink,
+               o,         static_cast<float*>(workspace),
+               T,         n_entries,
+               pos0,      heads,
+               D,         window,
+               capacity,  topk,
+               p.splits,  p.tiles_per_split,
+               p.n_tiles, scale};
   const dim3 grid(static_cast<unsigned>(T * p.splits),
                   static_cast<unsigned>((heads + kHeadsBlk - 1) / kHeadsBlk));
   attend_kernel<<<grid, kThreads, smem, stream>>>(a);

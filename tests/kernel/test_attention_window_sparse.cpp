@@ -175,7 +175,7 @@ TEST_CASE("window_sparse_attention matches the CPU reference at tiny dims",
     run_case({T, 3, 64, 16, 8, 12, 40, 0, 8, 0}, nullptr);     // selection all -1
     run_case({T, 2, 96, 32, 8, 12, 40, 50, 40, 33}, nullptr);  // > 32 keys: several tiles
   }
-  run_case({4, 3, 64, 16, 8, 12, 40, 10, 4, 4, true}, nullptr);  // out-of-range id -> NaN rows
+  run_case({4, 3, 64, 16, 8, 12, 40, 10, 4, 4, true}, nullptr);   // out-of-range id -> NaN rows
   run_case({40, 3, 64, 16, 8, 12, 40, 10, 4, 4, true}, nullptr);  // the same, tensor-core kernel
   run_case({64, 20, 128, 32, 8, 12, 40, 50, 40, 33}, nullptr);    // 2 head groups, 16 + 4
   run_case({48, 5, 256, 64, 16, 20, 300, 90, 48, 40}, nullptr);   // head_dim 256

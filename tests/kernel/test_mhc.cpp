@@ -200,7 +200,7 @@ TEST_CASE("hc_site matches hc_mixes + hc_collapse + rms_norm of the CPU", "[kern
   run_site(3, 2, 37, 5, false);    // odd sizes, no norm weight
   run_site(2, 8, 1000, 20, true);  // the largest hc: the shared-memory finish
   run_site(5, 4, 300, 20, true);   // flat < 2 splits' worth: one split
-  run_site(64, 2, 37, 5, false);  // prefill-sized calls: one split per (token, row)
+  run_site(64, 2, 37, 5, false);   // prefill-sized calls: one split per (token, row)
   run_site(100, 1, 300, 3, true);
   run_site(70, 8, 100, 20, true);
   for (int64_t T : {1, 2, 7, 16, 300, 2048}) run_site(T, 4, 5120, 20, true);  // released dims
