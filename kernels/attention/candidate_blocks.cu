@@ -22,7 +22,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ int hist[256];
   __shared__ int warp_sums[kThreads / 32];
   __shared__ uint32_t s_tau;
-  __shared__ int s_need;
+  __shared__ int64_t s_need;
   const int64_t t = blockIdx.x;
   const float* s = scores + t * n;
   const int64_t nb = (n + block_size - 1) / block_size;
@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(kThreads)
   const int take = static_cast<int>(nb < topk_blocks ? nb : topk_blocks);
   radix::threshold<kThreads>(block_score, nb, take, hist, &s_tau, &s_need);
   const uint32_t tau = s_tau;
-  const int need = s_need;
+  const int need = static_cast<int>(s_need);  // <= take
   int eq_before = 0;
   for (int64_t base = 0; base < nb; base += kThreads) {
     const int64_t b = base + threadIdx.x;

@@ -21,13 +21,13 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ int hist[256];
   __shared__ int warp_sums[kThreads / 32];
   __shared__ uint32_t s_tau;
-  __shared__ int s_need;
+  __shared__ int64_t s_need;
   const float* s = scores + blockIdx.x * n;
   int32_t* o = out + blockIdx.x * static_cast<int64_t>(k);
   const int take = static_cast<int>(n < k ? n : k);
   radix::threshold<kThreads>([s](int64_t j) { return s[j]; }, n, take, hist, &s_tau, &s_need);
   const uint32_t tau = s_tau;
-  const int need = s_need;
+  const int need = static_cast<int>(s_need);  // <= take
   int kept = 0, eq_before = 0;
   for (int64_t base = 0; base < n; base += kThreads) {
     const int64_t j = base + threadIdx.x;

@@ -1,9 +1,11 @@
-// Block-wide pieces of the sampling kernels (sample_tokens.cu): order-preserving float keys,
-// exact fixed-point probability mass, warp-aggregated histogram adds and a radix select by count.
+// Block-wide pieces of the sampling kernels (sample_tokens.cu): exact fixed-point probability mass
+// and its warp-aggregated bins; the float keys and the radix select by count are radix_topk.cuh's.
 // Everything here is deterministic: integer sums do not depend on the order of the adds.
 #pragma once
 
 #include <cstdint>
+
+#include "attention/radix_topk.cuh"
 
 namespace dsv41::kernels::sampling {
 
@@ -11,13 +13,9 @@ using u128 = unsigned __int128;
 
 constexpr unsigned kFullWarp = 0xffffffffu;
 
-// Ascending key order = ascending float order for non-NaN values; -0 and +0 share a key because
-// the CPU compares them equal (top_k keeps a -0 tied with a +0 k-th value).
-__device__ __forceinline__ uint32_t order_key(float v) {
-  if (v == 0.0f) v = 0.0f;
-  const uint32_t u = __float_as_uint(v);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
+// Order-preserving float keys (-0 and +0 share one: the CPU compares them equal, so top_k keeps a
+// -0 tied with a +0 k-th value) and the radix select by count: attention/radix_topk.cuh.
+using radix::order_key;
 
 // floor(w · 2^63) for 0 <= w <= 1, from the bits (exact; w = 1 gives 2^63). A row's sum of
 // 129,280 such values stays below 2^80 in a u128, and the truncation costs < 2^-63 per token,
@@ -68,47 +66,6 @@ __device__ __forceinline__ void add_mass(unsigned long long* bins, int d, uint64
     atomicAdd(&bins[3 * d + 1], static_cast<unsigned long long>(s1));
     atomicAdd(&bins[3 * d + 2], static_cast<unsigned long long>(s2));
   }
-}
-
-// hist[d] += 1 for the lanes with valid set; all 32 lanes must call it.
-__device__ __forceinline__ void add_count(int* hist, int d, bool valid) {
-  const unsigned active = __ballot_sync(kFullWarp, valid);
-  if (!valid) return;
-  const unsigned peers = __match_any_sync(active, d);
-  if ((threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&hist[d], __popc(peers));
-}
-
-// The key of rank `rank` (1-based, descending) among key(j), j < n: four 8-bit passes; ties keep
-// one key, so "key >= result" keeps every value tied with the rank-th (top_k's rule).
-// All threads of the block call it; hist is __shared__ int[256].
-template <int kThreads, class Key>
-__device__ uint32_t select_rank_key(Key key, int64_t n, int64_t rank, int* hist, uint32_t* s_prefix,
-                                    int64_t* s_need) {
-  uint32_t prefix = 0, mask = 0;
-  int64_t need = rank;
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    for (int i = threadIdx.x; i < 256; i += kThreads) hist[i] = 0;
-    __syncthreads();
-    for (int64_t base = 0; base < n; base += kThreads) {
-      const int64_t j = base + threadIdx.x;
-      const uint32_t k = j < n ? key(j) : 0u;
-      add_count(hist, static_cast<int>((k >> shift) & 0xFFu), j < n && (k & mask) == prefix);
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      int64_t above = 0;
-      int d = 255;
-      for (; d > 0 && above + hist[d] < need; --d) above += hist[d];
-      *s_prefix = prefix | (static_cast<uint32_t>(d) << shift);
-      *s_need = need - above;
-    }
-    __syncthreads();
-    prefix = *s_prefix;
-    need = *s_need;
-    mask |= 0xFFu << shift;
-    __syncthreads();
-  }
-  return prefix;
 }
 
 }  // namespace dsv41::kernels::sampling

@@ -171,9 +171,9 @@ __global__ void __launch_bounds__(kThreads)
   // the whole vector: fewer than k finite values make the k-th -inf and drop nothing).
   if (p.top_k > 0 && p.top_k < vocab) {
     const float* work = row.work;
-    const uint32_t kth = sampling::select_rank_key<kThreads>(
-        [work](int64_t j) { return sampling::order_key(work[j]); }, vocab, p.top_k, hist, &s_prefix,
-        &s_need);
+    radix::threshold_keys<kThreads>([work](int64_t j) { return sampling::order_key(work[j]); },
+                                    vocab, p.top_k, hist, &s_prefix, &s_need);
+    const uint32_t kth = s_prefix;
     for (int i = threadIdx.x; i < n; i += kThreads) {
       if (sampling::order_key(row.work[i]) < kth) row.work[i] = -INFINITY;
     }
