@@ -14,7 +14,7 @@
 // (1 - k/E)^R) under uniform routing, which random weights give) — KV reads (< 0.1 % at 32k) are
 // left out. Floor = bytes / 4.8 TB/s.
 // Usage: dsv41_bench_cuda_forward DIR [contexts=0,8192,32768] [rows=1,2,6,16] [repeats=20]
-//                                 [chunk=2048]
+//                                 [chunk=2048] [capture=ROWS] [x=fp32|bf16x2|bf16]
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
@@ -170,9 +170,10 @@ int run(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: dsv41_bench_cuda_forward DIR [contexts=0,8192,32768] [rows=1,2,6,16] "
-                 "[repeats=20] [chunk=2048] [capture=ROWS]\n"
+                 "[repeats=20] [chunk=2048] [capture=ROWS] [x=fp32|bf16x2|bf16]\n"
                  "  capture=ROWS: after the tables, one host-driven step of ROWS rows between\n"
-                 "  cudaProfilerStart/Stop (ncu --profile-from-start off: per-kernel times)\n");
+                 "  cudaProfilerStart/Stop (ncu --profile-from-start off: per-kernel times)\n"
+                 "  x=MODE: prefill GEMM input (CudaForwardOptions::prefill_x; default fp32)\n");
     return 2;
   }
   const std::string dir = argv[1];
@@ -180,8 +181,21 @@ int run(int argc, char** argv) {
   const std::vector<int64_t> rows = parse_list(argc > 3 ? argv[3] : "1,2,6,16");
   const int repeats = argc > 4 ? std::atoi(argv[4]) : 20;
   const int64_t chunk = argc > 5 ? std::atoll(argv[5]) : 2048;
-  const int64_t capture_rows =
-      argc > 6 && std::string(argv[6]).rfind("capture=", 0) == 0 ? std::atoll(argv[6] + 8) : 0;
+  int64_t capture_rows = 0;
+  dsv41::kernels::GemmX prefill_x = dsv41::kernels::GemmX::kFp32;
+  for (int i = 6; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("capture=", 0) == 0) {
+      capture_rows = std::atoll(a.c_str() + 8);
+    } else if (a == "x=fp32" || a == "x=bf16x2" || a == "x=bf16") {
+      prefill_x = a == "x=fp32"     ? dsv41::kernels::GemmX::kFp32
+                  : a == "x=bf16x2" ? dsv41::kernels::GemmX::kBf16x2
+                                    : dsv41::kernels::GemmX::kBf16;
+    } else {
+      std::fprintf(stderr, "dsv41_bench_cuda_forward: unknown argument \"%s\"\n", a.c_str());
+      return 2;
+    }
+  }
   if (dsv41::cuda::device_count() == 0) {
     std::fprintf(stderr, "dsv41_bench_cuda_forward: no CUDA device\n");
     return 1;
@@ -195,6 +209,7 @@ int run(int argc, char** argv) {
   for (int64_t r : rows) max_rows = std::max(max_rows, r);
   dsv41::cuda::CudaForwardOptions opts;
   opts.max_chunk = static_cast<int>(std::max({chunk, max_rows, capture_rows}));
+  opts.prefill_x = prefill_x;
   opts.max_context =  // the first context also runs a profiled prefill chunk; capture 2 steps
       *std::max_element(contexts.begin(), contexts.end()) + 2 * chunk +
       (repeats + 4) * max_rows * 2 + 2 * capture_rows;
@@ -209,6 +224,9 @@ int run(int argc, char** argv) {
       t.n_routed_experts, t.num_experts_per_tok, static_cast<long long>(t.vocab_size), cpu_s,
       rep.seconds, rep.weight_bytes / GiB, rep.routed_bytes / GiB, rep.expert_bytes / 1048576.0,
       rep.workspace_bytes / GiB, rep.device_used_bytes / GiB, rep.host_peak_rss_bytes / GiB);
+  std::printf("prefill GEMM input: %s\n", prefill_x == dsv41::kernels::GemmX::kFp32     ? "fp32"
+                                          : prefill_x == dsv41::kernels::GemmX::kBf16x2 ? "bf16x2"
+                                                                                        : "bf16");
   const double embed_bytes = static_cast<double>(t.vocab_size) * t.hidden_size * 2;
   const double dense = static_cast<double>(rep.weight_bytes - rep.routed_bytes) - embed_bytes;
   const double E = t.n_routed_experts, k = t.num_experts_per_tok, L = t.num_hidden_layers;

@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "attention/attend_tc.cuh"
+#include "common/mma_sync.cuh"
 
 namespace dsv41::kernels::detail {
 namespace {
@@ -43,26 +44,6 @@ __device__ __forceinline__ void split3(float x, float (&part)[kParts]) {
   const float r = x - part[0];
   part[1] = __bfloat162float(__float2bfloat16_rn(r));
   part[2] = r - part[1];
-}
-
-__device__ __forceinline__ uint32_t lds32(const __nv_bfloat16* p) {
-  return *reinterpret_cast<const uint32_t*>(p);
-}
-
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const __nv_bfloat16* p) {
-  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-__device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                         uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 // Raw bytes of 16 channels c .. c + 15 of a packed key row (attend_common.cuh formats): FP8 16
@@ -218,7 +199,7 @@ __global__ void __launch_bounds__(kThreads, 2) attend_tc_kernel(AttendArgs a) {
         for (int j = 0; j < KS; ++j) {
           const uint32_t b0 = lds32(krow + 16 * j), b1 = lds32(krow + 16 * j + 8);
 #pragma unroll
-          for (int p = 0; p < kParts; ++p) mma16816(s[nt], qf[j][p], b0, b1);
+          for (int p = 0; p < kParts; ++p) mma_bf16_16816(s[nt], qf[j][p], b0, b1);
         }
       }
       float* spw = sp + warp * kHeads * kSpLd;
@@ -307,8 +288,8 @@ __global__ void __launch_bounds__(kThreads, 2) attend_tc_kernel(AttendArgs a) {
           ldmatrix_x4_trans(b, vb + 16 * np);
 #pragma unroll
           for (int q = 0; q < kParts; ++q) {
-            mma16816(acc[2 * np], pa[q], b[0], b[1]);
-            mma16816(acc[2 * np + 1], pa[q], b[2], b[3]);
+            mma_bf16_16816(acc[2 * np], pa[q], b[0], b[1]);
+            mma_bf16_16816(acc[2 * np + 1], pa[q], b[2], b[3]);
           }
         }
       }

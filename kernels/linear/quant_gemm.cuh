@@ -3,16 +3,17 @@
 // bound from ~4 rows on: 64 FLOP per FP4 weight byte at 16 rows).
 //
 // y[rows, out] = x[rows, in] · Wᵀ with mma.sync m16n8k16 (bf16 in, fp32 accumulate; sm_80+, so
-// the same code serves sm_90 and sm_121). A block owns 64 activation rows × 128 weight rows and
-// walks k in steps of 32 (one scale block of both formats): each weight element is decoded once
-// per block into shared memory as bf16 — exact, e4m3 and e2m1 codes times a power-of-two scale
-// have at most 4 significant bits — and x is split into three bf16 parts hi = bf16(x),
-// mid = bf16(x − hi), lo = bf16(x − hi − mid), each multiplied (three MMAs), so x keeps the 24
-// significant bits of fp32. Two parts (16 bits, |x − hi − mid| <= 2^-17·|x|) pass the GEMV op bound
-// but move tiny40's end-to-end logits 3.1 from the CPU's (an FP8 fake-quant flip at row 3 of
-// prompt2, H200): the prefill projections must round like the fp32 reference does.
-// 8 warps as 2 (rows) × 4 (outputs), 32 × 32 outputs each.
-// The next k step's global loads are issued before the current step's MMAs.
+// the same code serves sm_90 and sm_121). A block owns 64 or 128 activation rows × 128 weight rows
+// and walks k in steps of 32 (one scale block of both formats): each weight element is decoded
+// once per block into shared memory as bf16, and x enters as 1, 2 or 3 bf16 parts (GemmX in
+// dsv41k/launchers.hpp). Three parts hi = bf16(x), mid = bf16(x − hi), lo = bf16(x − hi − mid)
+// keep the 24 significant bits of fp32 (three MMAs per product); two parts (16 bits,
+// |x − hi − mid| <= 2^-17·|x|) pass the GEMV op bound but moved tiny40's end-to-end logits 3.1 from
+// the CPU's (an FP8 fake-quant flip at row 3 of prompt2, H200), so the fp32-faithful mode keeps
+// three; one part is the bf16-activation GEMM of other engines.
+// Fragments come from shared memory by ldmatrix (one instruction per 16 × 16 A part or two 8-wide
+// B tiles); the next k step's global loads are issued before the current step's MMAs and held as
+// raw weight bytes + x floats.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -21,25 +22,42 @@
 
 #include <cstdint>
 
+#include "common/mma_sync.cuh"
 #include "linear/fp4_row32.cuh"
 #include "linear/quant_gemv.cuh"
 
 namespace dsv41::kernels::detail {
 
-inline constexpr int kGemmBM = 64;        // activation rows per block
 inline constexpr int kGemmBN = 128;       // weight (output) rows per block
-inline constexpr int kGemmBK = 32;        // k per step
+inline constexpr int kGemmBK = 32;        // k per step: one scale block of both formats
 inline constexpr int kGemmThreads = 256;  // 8 warps
-inline constexpr int kGemmLd =
-    kGemmBK + 8;  // bf16 per shared row: 80 B, fragment loads on 32 banks
+// bf16 per shared row: 80 B, so the 8 row addresses of an ldmatrix phase hit 8 distinct 16-byte
+// bank groups.
+inline constexpr int kGemmLd = kGemmBK + 8;
 
-// FP8 e4m3 [out, in] + E8M0 [ceil(out/32), ceil(in/32)]: W[row, k0 .. k0 + 16).
+// Each format: Raw = the global bytes of 16 consecutive weights of one row (+ their scale), loaded
+// a step ahead and held in registers across the MMAs (4-8 registers, not 16 floats); store()
+// decodes them into 16 bf16 (exact: e4m3 and e2m1 codes times a power-of-two scale have at most 4
+// significant bits) at a 16-byte aligned shared address.
+__device__ __forceinline__ uint32_t pack_bf162(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+// FP8 e4m3 [out, in] + E8M0 [ceil(out/32), ceil(in/32)].
 struct GemmFp8Block {
-  __device__ __forceinline__ static void load16(const uint8_t* w, const uint8_t* scale, int64_t in,
-                                                int64_t row, int64_t k0, float (&v)[16]) {
-    const uint4 c = load_stream_u4(w + row * in + k0);
-    const float s = e8m0_to_float(__ldg(scale + (row / 32) * ((in + 31) / 32) + k0 / 32));
-    const uint32_t words[4] = {c.x, c.y, c.z, c.w};
+  struct Raw {
+    uint4 c;
+    uint32_t s;
+  };
+  __device__ __forceinline__ static Raw load(const uint8_t* w, const uint8_t* scale, int64_t in,
+                                             int64_t row, int64_t k0) {
+    return {load_stream_u4(w + row * in + k0), __ldg(scale + (row / 32) * ((in + 31) / 32) + k0 / 32)};
+  }
+  __device__ __forceinline__ static void store(const Raw& r, __nv_bfloat16* dst) {
+    const float s = e8m0_to_float(static_cast<uint8_t>(r.s));
+    const uint32_t words[4] = {r.c.x, r.c.y, r.c.z, r.c.w};
+    uint32_t o[8];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const __half2_raw lo = __nv_cvt_fp8x2_to_halfraw2(
@@ -47,104 +65,109 @@ struct GemmFp8Block {
       const __half2_raw hi =
           __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(words[i] >> 16), __NV_E4M3);
       const float2 a = __half22float2(__half2(lo)), b = __half22float2(__half2(hi));
-      v[4 * i + 0] = a.x * s;
-      v[4 * i + 1] = a.y * s;
-      v[4 * i + 2] = b.x * s;
-      v[4 * i + 3] = b.y * s;
+      o[2 * i] = pack_bf162(a.x * s, a.y * s);
+      o[2 * i + 1] = pack_bf162(b.x * s, b.y * s);
     }
+    reinterpret_cast<uint4*>(dst)[0] = make_uint4(o[0], o[1], o[2], o[3]);
+    reinterpret_cast<uint4*>(dst)[1] = make_uint4(o[4], o[5], o[6], o[7]);
   }
 };
 
 // Release FP4: I8 [out, in/2] (even column = low nibble) + E8M0 [out, in/32].
 struct GemmFp4Row {
-  __device__ __forceinline__ static void load16(const uint8_t* w, const uint8_t* scale, int64_t in,
-                                                int64_t row, int64_t k0, float (&v)[16]) {
-    const uint2 c = __ldg(reinterpret_cast<const uint2*>(w + row * (in / 2) + k0 / 2));
+  struct Raw {
+    uint2 c;
+    uint32_t s;
+  };
+  __device__ __forceinline__ static Raw load(const uint8_t* w, const uint8_t* scale, int64_t in,
+                                             int64_t row, int64_t k0) {
+    return {__ldg(reinterpret_cast<const uint2*>(w + row * (in / 2) + k0 / 2)),
+            __ldg(scale + row * (in / 32) + k0 / 32)};
+  }
+  __device__ __forceinline__ static void store(const Raw& r, __nv_bfloat16* dst) {
     // nibbles_to_float2 gives e2m1 · 2^-14; 2^14 · 2^(e-127) is applied in two exact steps.
-    const float s = e8m0_to_float(__ldg(scale + row * (in / 32) + k0 / 32));
-    const uint32_t words[2] = {c.x, c.y};
+    const float s = e8m0_to_float(static_cast<uint8_t>(r.s));
+    const uint32_t words[2] = {r.c.x, r.c.y};
+    float v[16];
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {  // nibbles k and k + 4 of the word
+      for (int k = 0; k < 4; ++k) {  // nibbles k and k + 4 of the word: columns 8i + k, 8i + k + 4
         const float2 f = Fp4Row32::nibbles_to_float2(words[i] >> (4 * k));
         v[8 * i + k] = (f.x * Fp4Row32::kScalePostMul) * s;
         v[8 * i + k + 4] = (f.y * Fp4Row32::kScalePostMul) * s;
       }
     }
+    uint32_t o[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) o[i] = pack_bf162(v[2 * i], v[2 * i + 1]);
+    reinterpret_cast<uint4*>(dst)[0] = make_uint4(o[0], o[1], o[2], o[3]);
+    reinterpret_cast<uint4*>(dst)[1] = make_uint4(o[4], o[5], o[6], o[7]);
   }
 };
 
-// BF16 [out, in] (head, router gate, compressor, indexer projections): already exact in bf16;
-// `scale` is unused.
+// BF16 [out, in] (head, router gate, compressor, indexer projections): already exact in bf16, so
+// the bytes go to shared memory as they are; `scale` is unused.
 struct GemmBf16Row {
-  __device__ __forceinline__ static void load16(const uint8_t* w, const uint8_t* /*scale*/,
-                                                int64_t in, int64_t row, int64_t k0,
-                                                float (&v)[16]) {
-    const uint4* p = reinterpret_cast<const uint4*>(w + (row * in + k0) * 2);
-    const uint4 c[2] = {load_stream_u4(reinterpret_cast<const uint8_t*>(p)),
-                        load_stream_u4(reinterpret_cast<const uint8_t*>(p + 1))};
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const uint32_t words[4] = {c[h].x, c[h].y, c[h].z, c[h].w};
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        v[8 * h + 2 * i] = __uint_as_float(words[i] << 16);
-        v[8 * h + 2 * i + 1] = __uint_as_float(words[i] & 0xFFFF0000u);
-      }
-    }
+  struct Raw {
+    uint4 c[2];
+  };
+  __device__ __forceinline__ static Raw load(const uint8_t* w, const uint8_t* /*scale*/, int64_t in,
+                                             int64_t row, int64_t k0) {
+    const uint8_t* p = w + (row * in + k0) * 2;
+    return {{load_stream_u4(p), load_stream_u4(p + 16)}};
+  }
+  __device__ __forceinline__ static void store(const Raw& r, __nv_bfloat16* dst) {
+    reinterpret_cast<uint4*>(dst)[0] = r.c[0];
+    reinterpret_cast<uint4*>(dst)[1] = r.c[1];
   }
 };
 
-__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4],
-                                               const uint32_t (&b)[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-__device__ __forceinline__ uint32_t smem_u32(const __nv_bfloat16* p) {
-  return *reinterpret_cast<const uint32_t*>(p);
-}
-
-// One block: x rows [0, rows) (rows <= kGemmBM) of x [*, in] times weight rows [n0, n0 + 128) of
-// W [out, in], into y [*, out]. Needs in % 32 == 0, x 16-byte aligned, in % 4 == 0 rows.
-template <class Fmt>
+// One block: x rows [0, rows) (rows <= kBM) of x [*, in] times weight rows [n0, n0 + 128) of
+// W [out, in], into y [*, out]. x enters as kParts bf16 parts (1: bf16(x); 2: + bf16(x − hi);
+// 3: + the next 8 bits, i.e. all 24 significant bits of fp32), each multiplied by the exact bf16
+// weights. kBM 64: 8 warps as 2 (rows) × 4 (outputs), 32 × 32 each; kBM 128: 4 × 2, 32 × 64 each
+// (each decoded weight serves twice the rows). Needs in % 32 == 0, x 16-byte aligned, in % 4 == 0.
+template <class Fmt, int kParts, int kBM>
 __device__ __forceinline__ void quant_gemm_block(const float* __restrict__ x,
                                                  const uint8_t* __restrict__ w,
                                                  const uint8_t* __restrict__ scale,
                                                  float* __restrict__ y, int rows, int64_t out,
                                                  int64_t in, int64_t n0) {
-  constexpr int kParts = 3;  // hi, mid, lo
-  __shared__ __align__(16) __nv_bfloat16 xs[kParts][kGemmBM][kGemmLd];
+  static_assert(kParts >= 1 && kParts <= 3 && (kBM == 64 || kBM == 128));
+  constexpr int kWarpsN = 8 / (kBM / 32), kWN = kGemmBN / kWarpsN, kNJ = kWN / 8;
+  constexpr int kXLoads = kBM * kGemmBK / 4 / kGemmThreads;  // float4s of x per thread and step
+  __shared__ __align__(16) __nv_bfloat16 xs[kParts][kBM][kGemmLd];
   __shared__ __align__(16) __nv_bfloat16 ws[kGemmBN][kGemmLd];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, tq = lane & 3;
-  const int wm = (warp >> 2) * 32, wn = (warp & 3) * 32;
+  const int wm = (warp / kWarpsN) * 32, wn = (warp % kWarpsN) * kWN;
+  // ldmatrix row addresses (common/mma_sync.cuh): A matrices (rows +0/+8, k +0/+8) by lane / 8,
+  // B matrices (n +0, k +0), (n +0, k +8), (n +8, k +0), (n +8, k +8).
+  const int a_row = wm + (lane & 15), a_col = (lane >> 4) * 8;
+  const int b_row = wn + (lane & 7) + ((lane >> 4) << 3), b_col = ((lane >> 3) & 1) * 8;
 
-  // Loader roles: weight row wr, k half wk (16 values); x float4s tid and tid + 256 of the
-  // 64 × 8 float4 tile. Weight rows past `out` read row out - 1 and are never stored.
+  // Loader roles: weight row wr, k half wk (16 values); x float4s tid + 256 j of the kBM × 8
+  // float4 tile. Weight rows past `out` read row out - 1 and are never stored.
   const int wr = tid >> 1, wk = (tid & 1) * 16;
   const int64_t wrow = n0 + wr < out ? n0 + wr : out - 1;
-  float wv[16];
-  float4 xv[2];
+  typename Fmt::Raw wraw;
+  float4 xv[kXLoads];
   auto fetch = [&](int64_t k0) {
-    Fmt::load16(w, scale, in, wrow, k0 + wk, wv);
+    wraw = Fmt::load(w, scale, in, wrow, k0 + wk);
 #pragma unroll
-    for (int j = 0; j < 2; ++j) {
+    for (int j = 0; j < kXLoads; ++j) {
       const int idx = tid + j * kGemmThreads, r = idx >> 3, c4 = idx & 7;
       xv[j] = r < rows ? __ldg(reinterpret_cast<const float4*>(x + r * in + k0) + c4)
                        : make_float4(0.f, 0.f, 0.f, 0.f);
     }
   };
 
-  float acc[2][4][4];
+  float acc[2][kNJ][4];
 #pragma unroll
   for (int i = 0; i < 2; ++i)
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
+    for (int j = 0; j < kNJ; ++j)
 #pragma unroll
       for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
 
@@ -152,22 +175,20 @@ __device__ __forceinline__ void quant_gemm_block(const float* __restrict__ x,
   fetch(0);
   for (int64_t st = 0; st < steps; ++st) {
     __syncthreads();  // the previous step's fragments are read
+    Fmt::store(wraw, &ws[wr][wk]);
 #pragma unroll
-    for (int i = 0; i < 16; i += 2)
-      *reinterpret_cast<__nv_bfloat162*>(&ws[wr][wk + i]) = __floats2bfloat162_rn(wv[i], wv[i + 1]);
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
+    for (int j = 0; j < kXLoads; ++j) {
       const int idx = tid + j * kGemmThreads, r = idx >> 3, c = (idx & 7) * 4;
-      const float v[4] = {xv[j].x, xv[j].y, xv[j].z, xv[j].w};
+      float rest[4] = {xv[j].x, xv[j].y, xv[j].z, xv[j].w};
 #pragma unroll
-      for (int q = 0; q < 4; q += 2) {
-        float rest0 = v[q], rest1 = v[q + 1];
-#pragma unroll
-        for (int p = 0; p < kParts; ++p) {
-          const __nv_bfloat162 part = __floats2bfloat162_rn(rest0, rest1);
-          *reinterpret_cast<__nv_bfloat162*>(&xs[p][r][c + q]) = part;
-          rest0 -= __low2float(part);
-          rest1 -= __high2float(part);
+      for (int p = 0; p < kParts; ++p) {
+        const uint32_t lo = pack_bf162(rest[0], rest[1]), hi = pack_bf162(rest[2], rest[3]);
+        *reinterpret_cast<uint2*>(&xs[p][r][c]) = make_uint2(lo, hi);
+        if (p + 1 < kParts) {
+          rest[0] -= __uint_as_float(lo << 16);
+          rest[1] -= __uint_as_float(lo & 0xFFFF0000u);
+          rest[2] -= __uint_as_float(hi << 16);
+          rest[3] -= __uint_as_float(hi & 0xFFFF0000u);
         }
       }
     }
@@ -175,41 +196,46 @@ __device__ __forceinline__ void quant_gemm_block(const float* __restrict__ x,
     if (st + 1 < steps) fetch((st + 1) * kGemmBK);  // in flight during the MMAs
 #pragma unroll
     for (int kk = 0; kk < kGemmBK; kk += 16) {
-      uint32_t b[4][2];
+      uint32_t b[kNJ][2];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const __nv_bfloat16* wp = &ws[wn + j * 8 + g][kk + tq * 2];
-        b[j][0] = smem_u32(wp);
-        b[j][1] = smem_u32(wp + 8);
+      for (int jp = 0; jp < kNJ / 2; ++jp) {
+        uint32_t r[4];
+        ldmatrix_x4(r, &ws[b_row + 16 * jp][kk + b_col]);
+        b[2 * jp][0] = r[0];
+        b[2 * jp][1] = r[1];
+        b[2 * jp + 1][0] = r[2];
+        b[2 * jp + 1][1] = r[3];
       }
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        const int r = wm + i * 16 + g;
 #pragma unroll
         for (int p = kParts - 1; p >= 0; --p) {  // smallest part first
           uint32_t a[4];
-          a[0] = smem_u32(&xs[p][r][kk + tq * 2]);
-          a[1] = smem_u32(&xs[p][r + 8][kk + tq * 2]);
-          a[2] = smem_u32(&xs[p][r][kk + 8 + tq * 2]);
-          a[3] = smem_u32(&xs[p][r + 8][kk + 8 + tq * 2]);
+          ldmatrix_x4(a, &xs[p][a_row + 16 * i][kk + a_col]);
 #pragma unroll
-          for (int j = 0; j < 4; ++j) mma_bf16_16816(acc[i][j], a, b[j]);
+          for (int j = 0; j < kNJ; ++j) mma_bf16_16816(acc[i][j], a, b[j][0], b[j][1]);
         }
       }
     }
   }
   // C fragment: (row g, cols 2tq, 2tq + 1) and (row g + 8, same cols) of each 16 × 8 tile.
+  const bool pairs = (out & 1) == 0;  // y rows start 8-byte aligned: one float2 store per pair
 #pragma unroll
   for (int i = 0; i < 2; ++i)
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
+    for (int j = 0; j < kNJ; ++j)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = wm + i * 16 + g + 8 * h;
         const int64_t o = n0 + wn + j * 8 + tq * 2;
         if (r >= rows) continue;
-        if (o < out) y[r * out + o] = acc[i][j][2 * h];
-        if (o + 1 < out) y[r * out + o + 1] = acc[i][j][2 * h + 1];
+        float* yp = y + r * out + o;
+        if (pairs && o + 1 < out) {
+          *reinterpret_cast<float2*>(yp) = make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+        } else {
+          if (o < out) yp[0] = acc[i][j][2 * h];
+          if (o + 1 < out) yp[1] = acc[i][j][2 * h + 1];
+        }
       }
 }
 

@@ -9,13 +9,14 @@
 namespace dsv41::kernels {
 namespace {
 
-__global__ void __launch_bounds__(detail::kGemmThreads, 2)
+template <int kParts>
+__global__ void __launch_bounds__(detail::kGemmThreads, 3)
     grouped_fp4_gemm_kernel(const MoeGemvDesc* __restrict__ desc, const float* __restrict__ x,
                             float* __restrict__ y, int64_t out, int64_t in) {
   const MoeGemvDesc d = desc[blockIdx.y];
   const int rows = min(d.rows, kMoeGemmTileRows);
   if (rows <= 0) return;  // uniform over the block
-  detail::quant_gemm_block<detail::GemmFp4Row>(
+  detail::quant_gemm_block<detail::GemmFp4Row, kParts, kMoeGemmTileRows>(
       x + static_cast<int64_t>(d.x_row) * in, d.w, d.scale, y + static_cast<int64_t>(d.y_row) * out,
       rows, out, in, static_cast<int64_t>(blockIdx.x) * detail::kGemmBN);
 }
@@ -23,15 +24,25 @@ __global__ void __launch_bounds__(detail::kGemmThreads, 2)
 }  // namespace
 
 cudaError_t moe_grouped_fp4_gemm(const MoeGemvDesc* desc, int n_desc, const float* x, float* y,
-                                 int64_t out, int64_t in, cudaStream_t stream) {
+                                 int64_t out, int64_t in, GemmX xp, cudaStream_t stream) {
   const auto aligned16 = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
   if (desc == nullptr || x == nullptr || y == nullptr || n_desc < 1 || n_desc > 65535 || out < 1 ||
       in < 32 || in % 32 != 0 || in > (int64_t{1} << 28) || !aligned16(x) || !aligned16(y) ||
-      static_cast<const void*>(x) == y)
+      static_cast<const void*>(x) == y || static_cast<int>(xp) < 1 || static_cast<int>(xp) > 3)
     return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>((out + detail::kGemmBN - 1) / detail::kGemmBN),
                   static_cast<unsigned>(n_desc));
-  grouped_fp4_gemm_kernel<<<grid, detail::kGemmThreads, 0, stream>>>(desc, x, y, out, in);
+  switch (xp) {
+    case GemmX::kBf16:
+      grouped_fp4_gemm_kernel<1><<<grid, detail::kGemmThreads, 0, stream>>>(desc, x, y, out, in);
+      break;
+    case GemmX::kBf16x2:
+      grouped_fp4_gemm_kernel<2><<<grid, detail::kGemmThreads, 0, stream>>>(desc, x, y, out, in);
+      break;
+    case GemmX::kFp32:
+      grouped_fp4_gemm_kernel<3><<<grid, detail::kGemmThreads, 0, stream>>>(desc, x, y, out, in);
+      break;
+  }
   return cudaGetLastError();
 }
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -16,6 +17,27 @@
 #include "unit/base/temp_dir.hpp"
 
 namespace dsv41::test {
+
+// The input rounding of the tensor-core GEMMs (kernels/include/dsv41k/gemm_x.hpp): x as the sum of
+// its first `parts` bf16 parts (hi = bf16(x), mid = bf16(x − hi), ...; round to nearest even).
+// parts 3 keeps x as it is (the three parts carry all 24 significant bits, the remainder is
+// <= 2^-27·|x|, far inside the GEMV bound).
+inline float bf16_round(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+  float r;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+inline std::vector<float> bf16_parts(std::vector<float> x, int parts) {
+  if (parts >= 3) return x;
+  for (float& v : x) {
+    const float hi = bf16_round(v);
+    v = parts == 1 ? hi : hi + bf16_round(v - hi);
+  }
+  return x;
+}
 
 struct GemvReference {
   std::vector<float> y;         // [rows, out] = Linear::forward

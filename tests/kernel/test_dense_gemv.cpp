@@ -26,9 +26,11 @@ const std::vector<int> kGemvRows = {1, 2, 7, 8, 16};
 // Around the GEMM's 64-row activation tile.
 const std::vector<int> kGemmRows = {17, 63, 64, 65, 130};
 
-// gemm: bf16_gemm (f must be kBF16) instead of dense_gemv.
+// gemm: bf16_gemm (f must be kBF16) instead of dense_gemv, x entering as `xp` (the reference runs
+// on the same rounded x: gemv_reference.hpp bf16_parts).
 void run_dense(DenseWeight f, int64_t out, int64_t in,
-               const std::vector<int>& row_counts = kGemvRows, bool gemm = false) {
+               const std::vector<int>& row_counts = kGemvRows, bool gemm = false,
+               kernels::GemmX xp = kernels::GemmX::kFp32) {
   const uint64_t seed = fresh_seed();
   std::mt19937_64 rng(seed);
   const std::vector<float> wf = random_normal(static_cast<size_t>(out * in), rng);
@@ -57,7 +59,8 @@ void run_dense(DenseWeight f, int64_t out, int64_t in,
   dw.upload(std::span<const uint8_t>(bytes));
   std::vector<float> row(static_cast<size_t>(in));
   for (int rows : row_counts) {
-    const std::vector<float> x = random_normal(static_cast<size_t>(rows) * in, rng);
+    const std::vector<float> x =
+        bf16_parts(random_normal(static_cast<size_t>(rows) * in, rng), static_cast<int>(xp));
     std::vector<float> want(static_cast<size_t>(rows) * out);
     lin.forward(x.data(), rows, want.data(), &pool);
     std::vector<double> tol(want.size());
@@ -74,15 +77,16 @@ void run_dense(DenseWeight f, int64_t out, int64_t in,
     dy.fill_bytes(0xFF);  // NaN: an unwritten output fails the comparison
     if (gemm)
       DSV41_CUDA_CHECK(kernels::bf16_gemm(dx.as<float>(), dw.data(), dy.as<float>(), rows, out, in,
-                                          stream.get()));
+                                          xp, stream.get()));
     else
       DSV41_CUDA_CHECK(kernels::dense_gemv(dx.as<float>(), dw.data(), f, dy.as<float>(), rows, out,
                                            in, stream.get()));
     stream.synchronize();
     std::vector<float> got(want.size());
     dy.download(std::span<float>(got));
-    require_match(fmt::format("dense {} {} out {} in {} rows {} seed {:#x}", gemm ? "gemm" : "gemv",
-                              f == DenseWeight::kBF16 ? "bf16" : "f32", out, in, rows, seed),
+    require_match(fmt::format("dense {} {} out {} in {} rows {} x parts {} seed {:#x}",
+                              gemm ? "gemm" : "gemv", f == DenseWeight::kBF16 ? "bf16" : "f32", out,
+                              in, rows, static_cast<int>(xp), seed),
                   got, want, tol, kGemvMaxNmse);
   }
 }
@@ -117,13 +121,20 @@ TEST_CASE("bf16_gemm matches Linear at tiny and model shapes", "[kernel][linear]
   }
   run_dense(DenseWeight::kBF16, 384, 5120, {17, 130}, true);  // ffn.gate (BF16 in the release)
   run_dense(DenseWeight::kBF16, 4096, 5120, {65}, true);      // a 4k-row slice of the head
+  // 129 weight tiles x 4 tiles of 128 rows: the 128-row activation tiles, partial ones included.
+  run_dense(DenseWeight::kBF16, 16421, 64, {385}, true);
+  for (kernels::GemmX xp : {kernels::GemmX::kBf16, kernels::GemmX::kBf16x2}) {
+    CAPTURE(static_cast<int>(xp));
+    run_dense(DenseWeight::kBF16, 129, 320, kGemmRows, true, xp);
+    run_dense(DenseWeight::kBF16, 16421, 64, {385}, true, xp);
+  }
 }
 
 TEST_CASE("bf16_gemm rejects unsupported arguments", "[kernel][linear][gemm]") {
   if (skip_without_gpu()) return;
   cuda::DeviceBuffer x(64 * 4 * 70), w(64 * 64 * 2), y(64 * 4 * 70);
   const auto call = [&](const float* xp, const void* wp, int64_t rows, int64_t in) {
-    return kernels::bf16_gemm(xp, wp, y.as<float>(), rows, 64, in, nullptr);
+    return kernels::bf16_gemm(xp, wp, y.as<float>(), rows, 64, in, kernels::GemmX::kFp32, nullptr);
   };
   CHECK(call(x.as<float>(), w.data(), 17, 48) == cudaErrorInvalidValue);  // in % 32
   CHECK(call(x.as<float>(), w.data(), 17, 0) == cudaErrorInvalidValue);
@@ -131,8 +142,10 @@ TEST_CASE("bf16_gemm rejects unsupported arguments", "[kernel][linear][gemm]") {
   CHECK(call(x.as<float>(), w.as<uint8_t>() + 8, 17, 64) == cudaErrorInvalidValue);
   CHECK(call(x.as<float>(), nullptr, 17, 64) == cudaErrorInvalidValue);
   CHECK(call(x.as<float>(), w.data(), -1, 64) == cudaErrorInvalidValue);
-  CHECK(kernels::bf16_gemm(x.as<float>(), w.data(), x.as<float>(), 17, 64, 64, nullptr) ==
-        cudaErrorInvalidValue);                                // y aliases x
+  CHECK(kernels::bf16_gemm(x.as<float>(), w.data(), x.as<float>(), 17, 64, 64,
+                           kernels::GemmX::kFp32, nullptr) == cudaErrorInvalidValue);  // aliasing
+  CHECK(kernels::bf16_gemm(x.as<float>(), w.data(), y.as<float>(), 17, 64, 64,
+                           static_cast<kernels::GemmX>(0), nullptr) == cudaErrorInvalidValue);
   CHECK(call(x.as<float>(), w.data(), 0, 64) == cudaSuccess);  // nothing to do
   CHECK(call(x.as<float>(), w.data(), 70, 64) == cudaSuccess);
   CHECK(cudaDeviceSynchronize() == cudaSuccess);

@@ -15,10 +15,10 @@ namespace {
 // counts per local expert; weights: expert e uses weight set e % kSets (fewer uploads).
 constexpr int kSets = 3;
 
-// gemm: 64-row tiles (moe_expert_tiles) through moe_grouped_fp4_gemm, else 16-row tiles through
-// moe_grouped_fp4_gemv.
+// gemm: 64-row tiles (moe_expert_tiles) through moe_grouped_fp4_gemm with x as `xp` (the
+// reference runs on the same rounded x), else 16-row tiles through moe_grouped_fp4_gemv.
 void run_grouped(const std::vector<int32_t>& counts, int64_t out, int64_t in, uint64_t seed,
-                 bool gemm = false) {
+                 bool gemm = false, kernels::GemmX xp = kernels::GemmX::kFp32) {
   const int tile = gemm ? kernels::kMoeGemmTileRows : kernels::kMoeGemvMaxRows;
   std::mt19937_64 rng(seed);
   const int n_local = static_cast<int>(counts.size());
@@ -61,7 +61,7 @@ void run_grouped(const std::vector<int32_t>& counts, int64_t out, int64_t in, ui
   if (gemm) {
     DSV41_CUDA_CHECK(kernels::moe_grouped_fp4_gemm(ddesc.as<kernels::MoeGemvDesc>(),
                                                    static_cast<int>(cap), dx.as<float>(),
-                                                   dy.as<float>(), out, in, stream.get()));
+                                                   dy.as<float>(), out, in, xp, stream.get()));
   } else {
     const int max_rows = std::min(16, std::max(1, *std::max_element(counts.begin(), counts.end())));
     DSV41_CUDA_CHECK(kernels::moe_grouped_fp4_gemv(ddesc.as<kernels::MoeGemvDesc>(),
@@ -88,8 +88,10 @@ void run_grouped(const std::vector<int32_t>& counts, int64_t out, int64_t in, ui
   dy.download(y.data(), y.size() * 4);
   for (int e = 0; e < n_local; ++e) {
     if (counts[e] == 0) continue;
-    const std::vector<float> xe(x.begin() + size_t(offsets[e]) * in,
-                                x.begin() + size_t(offsets[e + 1]) * in);
+    const std::vector<float> xe =
+        bf16_parts(std::vector<float>(x.begin() + size_t(offsets[e]) * in,
+                                      x.begin() + size_t(offsets[e + 1]) * in),
+                   gemm ? static_cast<int>(xp) : 3);
     const GemvReference ref =
         gemv_reference(true, w[e % kSets], s[e % kSets], xe, counts[e], out, in);
     const std::vector<float> got(y.begin() + size_t(offsets[e]) * out,
@@ -97,8 +99,10 @@ void run_grouped(const std::vector<int32_t>& counts, int64_t out, int64_t in, ui
     std::vector<double> tol(ref.abs_dot.size());
     // Same bound as fp4_expert_gemv (gemv_case.hpp): both sides round once per term.
     for (size_t i = 0; i < tol.size(); ++i) tol[i] = kGemvTolPerAbsDot * ref.abs_dot[i] + 1e-30;
-    require_match(fmt::format("grouped fp4 {} out {} in {} expert {} of {} rows {} seed {:#x}",
-                              gemm ? "gemm" : "gemv", out, in, e, n_local, counts[e], seed),
+    require_match(fmt::format("grouped fp4 {} out {} in {} expert {} of {} rows {} x parts {} "
+                              "seed {:#x}",
+                              gemm ? "gemm" : "gemv", out, in, e, n_local, counts[e],
+                              static_cast<int>(xp), seed),
                   got, ref.y, tol, kGemvMaxNmse);
   }
 }
@@ -145,6 +149,10 @@ TEST_CASE("moe_grouped_fp4_gemm matches Linear per expert", "[kernel][moe][gemm]
   prefill[31] = 37;
   run_grouped(prefill, 2304, 5120, seed + 4, true);  // w1 / w3
   run_grouped(prefill, 5120, 2304, seed + 5, true);  // w2
+  for (kernels::GemmX xp : {kernels::GemmX::kBf16, kernels::GemmX::kBf16x2}) {
+    run_grouped({0, 2, 0, 70}, 33, 96, seed + 6, true, xp);
+    run_grouped(prefill, 2304, 5120, seed + 7, true, xp);
+  }
 }
 
 TEST_CASE("moe_grouped_fp4_gemv rejects unsupported arguments", "[kernel][moe]") {
@@ -171,16 +179,20 @@ TEST_CASE("moe_grouped_fp4_gemv rejects unsupported arguments", "[kernel][moe]")
   CHECK(moe_grouped_fp4_gemv(D, 4, 1, X, Y, 64, 48, nullptr) == cudaErrorInvalidValue);
   CHECK(moe_grouped_fp4_gemv(D, 4, 1, X, Y, 64, 0, nullptr) == cudaErrorInvalidValue);
   using kernels::moe_grouped_fp4_gemm;
-  CHECK(moe_grouped_fp4_gemm(D, 4, X, Y, 64, 64, nullptr) == cudaSuccess);
-  CHECK(moe_grouped_fp4_gemm(nullptr, 4, X, Y, 64, 64, nullptr) == cudaErrorInvalidValue);
-  CHECK(moe_grouped_fp4_gemm(D, 0, X, Y, 64, 64, nullptr) == cudaErrorInvalidValue);
-  CHECK(moe_grouped_fp4_gemm(D, 65536, X, Y, 64, 64, nullptr) == cudaErrorInvalidValue);
-  CHECK(moe_grouped_fp4_gemm(D, 4, nullptr, Y, 64, 64, nullptr) == cudaErrorInvalidValue);
-  CHECK(moe_grouped_fp4_gemm(D, 4, X, nullptr, 64, 64, nullptr) == cudaErrorInvalidValue);
-  CHECK(moe_grouped_fp4_gemm(D, 4, X, x.as<float>(), 64, 64, nullptr) == cudaErrorInvalidValue);
-  CHECK(moe_grouped_fp4_gemm(D, 4, X + 2, Y, 64, 64, nullptr) == cudaErrorInvalidValue);
-  CHECK(moe_grouped_fp4_gemm(D, 4, X, Y, 0, 64, nullptr) == cudaErrorInvalidValue);
-  CHECK(moe_grouped_fp4_gemm(D, 4, X, Y, 64, 48, nullptr) == cudaErrorInvalidValue);
+  constexpr kernels::GemmX F = kernels::GemmX::kFp32;
+  CHECK(moe_grouped_fp4_gemm(D, 4, X, Y, 64, 64, F, nullptr) == cudaSuccess);
+  CHECK(moe_grouped_fp4_gemm(nullptr, 4, X, Y, 64, 64, F, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemm(D, 0, X, Y, 64, 64, F, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemm(D, 65536, X, Y, 64, 64, F, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemm(D, 4, nullptr, Y, 64, 64, F, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemm(D, 4, X, nullptr, 64, 64, F, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemm(D, 4, X, x.as<float>(), 64, 64, F, nullptr) ==
+        cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemm(D, 4, X + 2, Y, 64, 64, F, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemm(D, 4, X, Y, 0, 64, F, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemm(D, 4, X, Y, 64, 48, F, nullptr) == cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemm(D, 4, X, Y, 64, 64, static_cast<kernels::GemmX>(5), nullptr) ==
+        cudaErrorInvalidValue);
   CHECK(cudaDeviceSynchronize() == cudaSuccess);
 }
 

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "dsv41k/gemm_x.hpp"
+
 namespace dsv41::kernels {
 
 // Most activation rows one quantised GEMV call takes (decode: 1 token + up to 15 drafts).
@@ -41,13 +43,13 @@ cudaError_t fp4_expert_gemv(const float* x, const uint8_t* w, const uint8_t* sca
                             int rows, int64_t out, int64_t in, cudaStream_t stream);
 
 // The same two products for many rows (prefill chunks): tensor-core GEMM (mma.sync bf16, fp32
-// accumulate; linear/quant_gemm.cuh). Weights decode exactly to bf16; x enters as three bf16
-// parts (hi, mid, lo: the 24 significant bits of fp32), so the result meets the GEMV bound.
-// Any rows >= 0 (<= 65535·64), in % 32 == 0, x and w 16-byte aligned, y not aliasing x.
+// accumulate; linear/quant_gemm.cuh). Weights decode exactly to bf16; x enters as `xp` says.
+// Any rows >= 0 (<= 65535·64), in % 32 == 0, x and w 16-byte aligned, y not aliasing x, xp one of
+// the three values.
 cudaError_t fp8_block_gemm(const float* x, const uint8_t* w, const uint8_t* scale, float* y,
-                           int64_t rows, int64_t out, int64_t in, cudaStream_t stream);
+                           int64_t rows, int64_t out, int64_t in, GemmX xp, cudaStream_t stream);
 cudaError_t fp4_expert_gemm(const float* x, const uint8_t* w, const uint8_t* scale, float* y,
-                            int64_t rows, int64_t out, int64_t in, cudaStream_t stream);
+                            int64_t rows, int64_t out, int64_t in, GemmX xp, cudaStream_t stream);
 
 // Storage of a dense (unquantised) weight.
 enum class DenseWeight : int { kF32 = 0, kBF16 = 1 };
@@ -61,7 +63,7 @@ cudaError_t dense_gemv(const float* x, const void* w, DenseWeight format, float*
 // The BF16 product for many rows on the same tensor-core GEMM (the weight is already bf16).
 // Any rows >= 0 (<= 65535·64), in % 32 == 0, x and w 16-byte aligned, y not aliasing x.
 cudaError_t bf16_gemm(const float* x, const void* w, float* y, int64_t rows, int64_t out,
-                      int64_t in, cudaStream_t stream);
+                      int64_t in, GemmX xp, cudaStream_t stream);
 
 // y[r, :] = x[r, :] · (mean(x[r, :]²) + eps)^-1/2 · w (w == nullptr: no weight). x, y [rows, n]
 // fp32, may alias; w [n] fp32. The sum of squares is accumulated in fp64 like the CPU reference

@@ -16,6 +16,8 @@
 
 #include <cstdint>
 
+#include "dsv41k/gemm_x.hpp"
+
 namespace dsv41::kernels {
 
 // Most routed experts (n_routed_experts, or a rank's local range) and the largest top-k the MoE
@@ -158,11 +160,12 @@ inline constexpr int kMoeGemmTileRows = 64;
 
 // For every descriptor d < n_desc with rows > 0 (<= kMoeGemmTileRows; from moe_expert_tiles with
 // tile_rows = kMoeGemmTileRows): fp4_expert_gemm on x rows [x_row, x_row + rows) into y rows
-// [y_row, ...), one launch (tensor cores, x as hi + lo bf16: the GEMV bound holds). For prefill
+// [y_row, ...), one launch (tensor cores, x as `xp` says: GemmX in launchers.hpp). For prefill
 // chunks, where buckets hold tens to hundreds of rows. Needs 1 <= n_desc <= 65535, out >= 1,
-// in % 32 == 0, in <= 2^28, desc/x/y non-null, x and y 16-byte aligned, not aliasing.
+// in % 32 == 0, in <= 2^28, desc/x/y non-null, x and y 16-byte aligned, not aliasing, xp one of
+// the three values.
 cudaError_t moe_grouped_fp4_gemm(const MoeGemvDesc* desc, int n_desc, const float* x, float* y,
-                                 int64_t out, int64_t in, cudaStream_t stream);
+                                 int64_t out, int64_t in, GemmX xp, cudaStream_t stream);
 
 // For every descriptor d < n_desc (device array): the FP4 release-format GEMV of
 // fp4_expert_gemv on x rows [x_row, x_row + rows) into y rows [y_row, ...), fp32 accumulation in

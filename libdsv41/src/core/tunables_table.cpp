@@ -16,6 +16,11 @@ constexpr TunableSpec kSpecs[] = {
     {"DSV41_CUDA_MAX_CONTEXT", TunableType::kInt, "65536",
      "CUDA backend: longest sequence (sizes the score workspace; caps "
      "ModelInfo.max_position_embeddings)"},
+    {"DSV41_CUDA_PREFILL_X", TunableType::kString, "fp32",
+     "CUDA backend: how activations enter the tensor-core GEMMs of the large projections in steps "
+     "of more than 16 rows (prefill): fp32 (three bf16 parts, rounds like the fp32 reference), "
+     "bf16x2 (two parts, 16 bits) or bf16 (one part, as bf16 inference engines do; a third of "
+     "the tensor work). Router, indexer, compressor and head inputs stay fp32"},
     {"DSV41_EXL3_PLAN", TunableType::kString, "",
      "Spark checkpoints: EXL3 expert plan (name under <model>/exl3/plan or a path); empty = the "
      "only plan there"},

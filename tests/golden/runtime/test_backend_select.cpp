@@ -92,4 +92,11 @@ TEST_CASE("model: CUDA tunables out of range are rejected naming the variable",
   ::unsetenv("DSV41_CUDA_MAX_CONTEXT");
   REQUIRE(c.status().code() == ErrorCode::kInvalidArgument);
   REQUIRE_THAT(c.status().message(), Catch::Contains("DSV41_CUDA_MAX_CONTEXT = 0 must be >= 1"));
+  ::setenv("DSV41_CUDA_PREFILL_X", "fp16", 1);
+  auto x = load_tiny8("cuda");
+  ::unsetenv("DSV41_CUDA_PREFILL_X");
+  REQUIRE(x.status().code() == ErrorCode::kInvalidArgument);
+  REQUIRE_THAT(x.status().message(),
+               Catch::Contains("DSV41_CUDA_PREFILL_X = \"fp16\" must be \"fp32\", \"bf16x2\" or "
+                               "\"bf16\""));
 }

@@ -44,6 +44,9 @@ void CudaForwardOptions::validate() const {
               "CudaForwardOptions.max_chunk = {} is outside [1, 4096]", max_chunk);
   DSV41_CHECK(max_context >= 1, kInvalidArgument,
               "CudaForwardOptions.max_context = {} must be >= 1", max_context);
+  const int parts = static_cast<int>(prefill_x);
+  DSV41_CHECK(parts >= 1 && parts <= 3, kInvalidArgument,
+              "CudaForwardOptions.prefill_x = {} is not a GemmX (1, 2 or 3 bf16 parts)", parts);
 }
 
 CudaTransformer::~CudaTransformer() = default;
@@ -98,6 +101,9 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
     d->attn = DeviceAttention::upload(lw.attn);
     d->ffn = DeviceMoe::upload(lw.ffn, moe, l, cpu.expert_bank());
     if (lw.engram) d->engram = DeviceEngram::upload(*lw.engram, l);
+    d->attn.set_prefill_x(opts.prefill_x);
+    d->ffn.set_prefill_x(opts.prefill_x);
+    if (d->engram) d->engram->set_prefill_x(opts.prefill_x);
     weight_bytes += d->device_bytes();
     m->report_.routed_bytes += d->ffn.expert_bytes() * d->ffn.n_experts();
     m->report_.exl3_experts += d->ffn.exl3_experts();

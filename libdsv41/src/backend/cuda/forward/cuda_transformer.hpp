@@ -24,6 +24,7 @@
 #include "backend/cuda/cuda_stream.hpp"
 #include "backend/cuda/forward/device_sequence.hpp"
 #include "backend/cuda/pinned_buffer.hpp"
+#include "dsv41k/gemm_x.hpp"
 
 namespace dsv41 {
 class Transformer;
@@ -34,6 +35,9 @@ namespace dsv41::cuda {
 struct CudaForwardOptions {
   int max_chunk = 32;          // tokens per device step (workspace rows); 1..4096
   int64_t max_context = 8192;  // longest sequence; sizes the compressed caches and scores
+  // How the large projections' inputs enter the tensor-core GEMMs in steps of more than 16 rows
+  // (kernels/include/dsv41k/gemm_x.hpp); kFp32 rounds like the CPU reference.
+  kernels::GemmX prefill_x = kernels::GemmX::kFp32;
   // kInvalidArgument naming the field.
   void validate() const;
 };

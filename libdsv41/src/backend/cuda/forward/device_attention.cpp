@@ -23,6 +23,10 @@ DeviceBuffer upload_table(const float* p, int n) {
 
 }  // namespace
 
+void DeviceAttention::set_prefill_x(kernels::GemmX x) {
+  for (DeviceLinear* lin : {&wq_a_, &wq_b_, &wkv_, &wo_a_, &wo_b_}) lin->set_prefill_x(x);
+}
+
 DeviceAttention DeviceAttention::upload(const AttentionLayer& a) {
   DeviceAttention d;
   d.role_ = a.role();

@@ -37,6 +37,10 @@ class DeviceAttention {
 
   uint64_t device_bytes() const;
 
+  // The GEMM input mode of the large projections (wq_a, wq_b, wkv, wo_a, wo_b) at prefill;
+  // the compressor and indexer projections stay fp32-faithful (their scores pick top-k entries).
+  void set_prefill_x(kernels::GemmX x);
+
  private:
   void compress(const float* xn, int64_t T, int64_t pos0, DeviceSource& src, ForwardWorkspace& ws,
                 cudaStream_t stream) const;

@@ -28,6 +28,9 @@ class DeviceEngram {
   const engram::EngramDims& dims() const { return dims_; }
   uint64_t device_bytes() const;
 
+  // The GEMM input mode of wkv (6144 -> 25,600) at prefill.
+  void set_prefill_x(kernels::GemmX x) { wkv_.set_prefill_x(x); }
+
  private:
   int layer_ = -1;
   engram::EngramDims dims_;

@@ -173,10 +173,11 @@ void DeviceLinear::gemv_rows(const float* x, int64_t rows, int64_t r0, int64_t r
   const bool tensor = format_ != WeightFormat::kF32;
   if (rows > kernels::kGemvMaxRows && tensor && in_ % 32 == 0) {
     const cudaError_t e = format_ == WeightFormat::kFp8Block
-                              ? kernels::fp8_block_gemm(x, w, sc, y, rows, n, in_, stream)
+                              ? kernels::fp8_block_gemm(x, w, sc, y, rows, n, in_, prefill_x_, stream)
                           : format_ == WeightFormat::kFp4Row
-                              ? kernels::fp4_expert_gemm(x, w, sc, y, rows, n, in_, stream)
-                              : kernels::bf16_gemm(x, w, y, rows, n, in_, stream);
+                              ? kernels::fp4_expert_gemm(x, w, sc, y, rows, n, in_, prefill_x_,
+                                                         stream)
+                              : kernels::bf16_gemm(x, w, y, rows, n, in_, prefill_x_, stream);
     if (e != cudaSuccess) {
       const std::string what = fmt::format("{} GEMM ({} rows, [{}, {}))", name_, rows, n, in_);
       check_cuda(e, what.c_str());

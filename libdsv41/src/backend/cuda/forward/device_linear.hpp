@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/cuda/device_buffer.hpp"
+#include "dsv41k/gemm_x.hpp"
 #include "model/linear.hpp"
 
 namespace dsv41::cuda {
@@ -53,6 +54,12 @@ class DeviceLinear {
   bool gemv_grouped(const float* x, int64_t rows, int64_t groups, float* y,
                     cudaStream_t stream) const;
 
+  // How x enters the tensor-core GEMM of calls with more than 16 rows (kernels/include/dsv41k/
+  // gemm_x.hpp); kFp32 unless the layer sets it (the large projections follow
+  // CudaForwardOptions::prefill_x; routing, indexer and head inputs stay fp32-faithful).
+  void set_prefill_x(kernels::GemmX x) { prefill_x_ = x; }
+  kernels::GemmX prefill_x() const { return prefill_x_; }
+
   WeightFormat format() const { return format_; }
   int64_t out_features() const { return out_; }
   int64_t in_features() const { return in_; }
@@ -65,6 +72,7 @@ class DeviceLinear {
   WeightFormat format_ = WeightFormat::kF32;
   DeviceBuffer w_, scale_;
   int64_t out_ = 0, in_ = 0, block_rows_ = 32, scale_row_bytes_ = 0;
+  kernels::GemmX prefill_x_ = kernels::GemmX::kFp32;
   std::string name_;
 };
 

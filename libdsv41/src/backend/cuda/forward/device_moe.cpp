@@ -18,6 +18,14 @@ DeviceBuffer pointer_table(const std::vector<const uint8_t*>& p) {
 
 }  // namespace
 
+void DeviceMoe::set_prefill_x(kernels::GemmX x) {
+  prefill_x_ = x;
+  for (auto* v : {&w1_, &w2_, &w3_})
+    for (DeviceLinear& lin : *v) lin.set_prefill_x(x);
+  for (DeviceLinear* lin : {&shared_w1_, &shared_w2_, &shared_w3_, &shared_w13_})
+    lin->set_prefill_x(x);
+}
+
 DeviceMoe DeviceMoe::upload(const MoeWeights& w, const MoeShape& s, int layer,
                             const exl3::ExpertBank* bank) {
   DeviceMoe d;
@@ -178,7 +186,7 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   auto grouped = [&](const kernels::MoeGemvDesc* d, int n, const float* in_rows, float* out_rows,
                      int64_t out, int64_t in, const char* what) {
     check_launch(gemm
-                     ? kernels::moe_grouped_fp4_gemm(d, n, in_rows, out_rows, out, in, s)
+                     ? kernels::moe_grouped_fp4_gemm(d, n, in_rows, out_rows, out, in, prefill_x_, s)
                      : kernels::moe_grouped_fp4_gemv(d, n, max_rows, in_rows, out_rows, out, in, s),
                  l, what);
   };

@@ -40,6 +40,10 @@ class DeviceMoe {
   int exl3_experts() const { return exl3_.count(); }
   int n_experts() const { return shape_.n_experts; }
 
+  // The GEMM input mode of the routed and shared expert projections at prefill; the router
+  // gate stays fp32-faithful (its logits pick the experts).
+  void set_prefill_x(kernels::GemmX x);
+
  private:
   int layer_ = -1;
   MoeShape shape_;
@@ -48,6 +52,7 @@ class DeviceMoe {
   DeviceBuffer bias_, bias_vl_;
   std::vector<DeviceLinear> w1_, w2_, w3_;  // routed FP4 experts [E] (empty for EXL3 ones)
   DeviceExl3Experts exl3_;
+  kernels::GemmX prefill_x_ = kernels::GemmX::kFp32;  // routed FP4 GEMM (moe_grouped_fp4_gemm)
   bool has_fp4_ = false;
   // Device arrays of the experts' weight / scale pointers, [E] each (moe_expert_descriptors).
   DeviceBuffer w1_table_, w1_scales_, w3_table_, w3_scales_, w2_table_, w2_scales_;
