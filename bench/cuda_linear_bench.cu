@@ -1,4 +1,5 @@
-// Bandwidth of the decode GEMV kernels (fp8_block_gemv, fp4_expert_gemv) at model shapes.
+// Bandwidth of the decode GEMV kernels (fp8_block_gemv, fp8_block_gemv_tc, fp4_expert_gemv) at
+// model shapes.
 // Counts the fewest bytes one call must move (weights + scales + x + y), times with CUDA events
 // over a CUDA graph of back-to-back calls that rotate through enough weight copies to defeat L2
 // (>= 4x its size), and reports the median over repeats against the 4.8 TB/s datasheet figure
@@ -85,6 +86,7 @@ struct Shape {
   const char* name;
   bool fp4;
   int64_t out, in;
+  bool tc = false;  // FP8 on fp8_block_gemv_tc (x split + tensor-core product, both timed)
 };
 
 struct Result {
@@ -105,9 +107,17 @@ Result bench_one(const Shape& sh, int rows, int repeats, cudaStream_t s) {
     fill(ss.back(), 200 + c, 0x07, 124);
   }
   DeviceBuffer x(size_t(rows) * sh.in * 4), y(size_t(rows) * sh.out * 4);
+  const size_t split_bytes = dsv41::kernels::fp8_gemv_tc_workspace_bytes(sh.in);
+  DeviceBuffer split(split_bytes);
   fill_floats_kernel<<<256, 256>>>(x.as<float>(), size_t(rows) * sh.in, 3);
   BENCH_CHECK(cudaGetLastError());
   const auto launch = [&](int c) {
+    if (sh.tc) {
+      BENCH_CHECK(dsv41::kernels::fp8_block_gemv_tc(x.as<float>(), ws[c].as<uint8_t>(),
+                                                    ss[c].as<uint8_t>(), y.as<float>(), rows, 1,
+                                                    sh.out, sh.in, split.data(), split_bytes, s));
+      return;
+    }
     const auto fn = sh.fp4 ? &dsv41::kernels::fp4_expert_gemv : &dsv41::kernels::fp8_block_gemv;
     BENCH_CHECK(fn(x.as<float>(), ws[c].as<uint8_t>(), ss[c].as<uint8_t>(), y.as<float>(), rows,
                    sh.out, sh.in, s));
@@ -149,6 +159,9 @@ int run(int repeats) {
       {"fp8 wq_b [32768,1280]", false, 32768, 1280},
       {"fp8 wo_b [5120,8192]", false, 5120, 8192},
       {"fp8 wq_a [1280,5120]", false, 1280, 5120},
+      {"fp8 tc wq_b [32768,1280]", false, 32768, 1280, true},
+      {"fp8 tc wo_b [5120,8192]", false, 5120, 8192, true},
+      {"fp8 tc wq_a [1280,5120]", false, 1280, 5120, true},
       {"fp4 expert w1 [2304,5120]", true, 2304, 5120},
       {"fp4 expert w2 [5120,2304]", true, 5120, 2304},
   };

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "dsv41k/gemm_x.hpp"
@@ -34,6 +35,18 @@ cudaError_t fp8_block_gemv(const float* x, const uint8_t* w, const uint8_t* scal
 cudaError_t fp8_block_gemv_grouped(const float* x, const uint8_t* w, const uint8_t* scale, float* y,
                                    int rows, int groups, int64_t out, int64_t in,
                                    cudaStream_t stream);
+
+// Tensor-core form of fp8_block_gemv / fp8_block_gemv_grouped for 1..16 rows (linear/
+// fp8_gemv_tc.cu): weights as exact f16 through mma.sync, x as three f16 parts of x · 2^-e per
+// (row, 32-column block), fp32 accumulation; results meet the same per-element bound, summed in
+// another order (deterministic for a shape). Two launches (the x split into `workspace`, then the
+// product). groups as fp8_block_gemv_grouped (1 = the plain product). Needs 1 <= rows <= 16,
+// in % 32 == 0, out % 32 == 0 when groups > 1, groups·in <= 2^28, x, w and workspace 16-byte
+// aligned, y not aliasing x, workspace_bytes >= fp8_gemv_tc_workspace_bytes(groups·in).
+size_t fp8_gemv_tc_workspace_bytes(int64_t x_cols);
+cudaError_t fp8_block_gemv_tc(const float* x, const uint8_t* w, const uint8_t* scale, float* y,
+                              int rows, int groups, int64_t out, int64_t in, void* workspace,
+                              size_t workspace_bytes, cudaStream_t stream);
 
 // Same product for the released routed-expert format:
 //   w      I8 [out, in/2], two E2M1 codes per byte, even column = low nibble

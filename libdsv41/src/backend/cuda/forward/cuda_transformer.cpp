@@ -72,6 +72,8 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
               "embed.weight is {}, the CUDA embedding reads BF16", dtype_name(w.embed.dtype()));
   m->embed_ = DeviceBuffer(w.embed.nbytes());
   m->embed_.upload(w.embed.data, w.embed.nbytes());
+  if (opts.fp8_gemv_tc)
+    m->gemv_scratch_ = DeviceBuffer(kernels::fp8_gemv_tc_workspace_bytes(kGemvScratchCols));
   m->norm_ = upload_f32(w.norm);
   m->head_ = std::make_unique<DeviceLinear>(DeviceLinear::upload(w.head, "head.weight"));
   MoeShape moe;
@@ -101,6 +103,11 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
     d->attn = DeviceAttention::upload(lw.attn);
     d->ffn = DeviceMoe::upload(lw.ffn, moe, l, cpu.expert_bank());
     if (lw.engram) d->engram = DeviceEngram::upload(*lw.engram, l);
+    if (opts.fp8_gemv_tc) {
+      d->attn.set_gemv_scratch(m->gemv_scratch_.data(), m->gemv_scratch_.bytes());
+      d->ffn.set_gemv_scratch(m->gemv_scratch_.data(), m->gemv_scratch_.bytes());
+      if (d->engram) d->engram->set_gemv_scratch(m->gemv_scratch_.data(), m->gemv_scratch_.bytes());
+    }
     d->attn.set_prefill_x(opts.prefill_x);
     d->ffn.set_prefill_x(opts.prefill_x);
     if (d->engram) d->engram->set_prefill_x(opts.prefill_x);
@@ -125,7 +132,7 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   m->report_.weight_bytes = weight_bytes;
-  m->report_.workspace_bytes = m->ws_->device_bytes();
+  m->report_.workspace_bytes = m->ws_->device_bytes() + m->gemv_scratch_.bytes();
   m->report_.device_used_bytes = total_b - free_b;
   m->report_.host_peak_rss_bytes = static_cast<uint64_t>(ru.ru_maxrss) * 1024;
   m->report_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_stream.hpp"
+#include "backend/cuda/device_buffer.hpp"
 #include "backend/cuda/forward/device_sequence.hpp"
 #include "backend/cuda/pinned_buffer.hpp"
 #include "dsv41k/gemm_x.hpp"
@@ -38,6 +39,9 @@ struct CudaForwardOptions {
   // How the large projections' inputs enter the tensor-core GEMMs in steps of more than 16 rows
   // (kernels/include/dsv41k/gemm_x.hpp); kFp32 rounds like the CPU reference.
   kernels::GemmX prefill_x = kernels::GemmX::kFp32;
+  // FP8 projections of <= 16 rows on the tensor-core GEMV (fp8_block_gemv_tc); false: the
+  // CUDA-core fp8_block_gemv (kept for comparison in dsv41_bench_cuda_forward).
+  bool fp8_gemv_tc = true;
   // kInvalidArgument naming the field.
   void validate() const;
 };
@@ -114,6 +118,10 @@ class CudaTransformer {
   CudaLoadReport report_;
   std::unique_ptr<CudaStream> stream_;
   std::unique_ptr<struct ForwardWorkspace> ws_;
+  // x split of the tensor-core FP8 GEMV (16 rows × up to kGemvScratchCols columns: wo_a's
+  // grouped input is 64 heads × 512 = 32,768 at the released dims).
+  static constexpr int64_t kGemvScratchCols = 65536;
+  DeviceBuffer gemv_scratch_;
   // Pinned staging of one chunk: ids [C] int32, flags [C], Engram hash ids, logits [C, vocab].
   std::unique_ptr<PinnedBuffer> stage_ids_, stage_flags_, stage_hash_, stage_logits_;
   std::vector<std::unique_ptr<Layer>> layers_;

@@ -27,6 +27,12 @@ void DeviceAttention::set_prefill_x(kernels::GemmX x) {
   for (DeviceLinear* lin : {&wq_a_, &wq_b_, &wkv_, &wo_a_, &wo_b_}) lin->set_prefill_x(x);
 }
 
+void DeviceAttention::set_gemv_scratch(void* p, size_t bytes) {
+  for (DeviceLinear* lin :
+       {&wq_a_, &wq_b_, &wkv_, &wo_a_, &wo_b_, &c_wkv_, &c_wgate_, &i_wq_b_, &i_wproj_, &i_wk_})
+    lin->set_gemv_scratch(p, bytes);
+}
+
 DeviceAttention DeviceAttention::upload(const AttentionLayer& a) {
   DeviceAttention d;
   d.role_ = a.role();

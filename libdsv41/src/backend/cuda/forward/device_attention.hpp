@@ -40,6 +40,8 @@ class DeviceAttention {
   // The GEMM input mode of the large projections (wq_a, wq_b, wkv, wo_a, wo_b) at prefill;
   // the compressor and indexer projections stay fp32-faithful (their scores pick top-k entries).
   void set_prefill_x(kernels::GemmX x);
+  // DeviceLinear::set_gemv_scratch on every projection.
+  void set_gemv_scratch(void* p, size_t bytes);
 
  private:
   void compress(const float* xn, int64_t T, int64_t pos0, DeviceSource& src, ForwardWorkspace& ws,

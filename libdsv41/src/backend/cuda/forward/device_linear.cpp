@@ -126,6 +126,24 @@ DeviceLinear DeviceLinear::from_fp8(const uint8_t* w, const uint8_t* scale, int6
   return d;
 }
 
+bool DeviceLinear::gemv_tc(const float* x, int rows, int groups, int64_t out, const uint8_t* w,
+                           const uint8_t* scale, float* y, cudaStream_t stream) const {
+  if (scratch_ == nullptr || format_ != WeightFormat::kFp8Block || in_ % 32 != 0) return false;
+  const size_t need = kernels::fp8_gemv_tc_workspace_bytes(in_ * groups);
+  DSV41_CHECK(need <= scratch_bytes_, kInternal,
+              "{}: the FP8 GEMV x split needs {} bytes of scratch, {} are set", name_, need,
+              scratch_bytes_);
+  const cudaError_t e = kernels::fp8_block_gemv_tc(x, w, scale, y, rows, groups, out, in_,
+                                                   scratch_, scratch_bytes_, stream);
+  if (e != cudaSuccess) {
+    const std::string what =
+        fmt::format("{} tensor-core GEMV ({} rows, {} groups, [{}, {}))", name_, rows, groups, out,
+                    in_);
+    check_cuda(e, what.c_str());
+  }
+  return true;
+}
+
 void DeviceLinear::gemv(const float* x, int64_t rows, float* y, cudaStream_t stream) const {
   gemv_rows(x, rows, 0, out_, y, stream);
 }
@@ -191,6 +209,7 @@ void DeviceLinear::gemv_rows(const float* x, int64_t rows, int64_t r0, int64_t r
     cudaError_t e = cudaSuccess;
     switch (format_) {
       case WeightFormat::kFp8Block:
+        if (gemv_tc(xc, r, 1, n, w, sc, yc, stream)) continue;
         e = kernels::fp8_block_gemv(xc, w, sc, yc, r, n, in_, stream);
         break;
       case WeightFormat::kFp4Row:

@@ -60,6 +60,15 @@ class DeviceLinear {
   void set_prefill_x(kernels::GemmX x) { prefill_x_ = x; }
   kernels::GemmX prefill_x() const { return prefill_x_; }
 
+  // Scratch for the tensor-core FP8 GEMV's x split (kernels fp8_block_gemv_tc), shared by every
+  // linear of one CudaTransformer (their calls are ordered on its one stream); null: FP8 calls of
+  // <= 16 rows take the CUDA-core fp8_block_gemv. A call whose x needs more than `bytes` throws
+  // kInternal naming the weight.
+  void set_gemv_scratch(void* p, size_t bytes) {
+    scratch_ = p;
+    scratch_bytes_ = bytes;
+  }
+
   WeightFormat format() const { return format_; }
   int64_t out_features() const { return out_; }
   int64_t in_features() const { return in_; }
@@ -73,6 +82,12 @@ class DeviceLinear {
   DeviceBuffer w_, scale_;
   int64_t out_ = 0, in_ = 0, block_rows_ = 32, scale_row_bytes_ = 0;
   kernels::GemmX prefill_x_ = kernels::GemmX::kFp32;
+  void* scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
+  // The tensor-core FP8 GEMV of x [rows, groups·in_] when scratch is set and in_ % 32 == 0;
+  // false: the caller runs the CUDA-core kernel.
+  bool gemv_tc(const float* x, int rows, int groups, int64_t out, const uint8_t* w,
+               const uint8_t* scale, float* y, cudaStream_t stream) const;
   std::string name_;
 };
 

@@ -26,6 +26,11 @@ void DeviceMoe::set_prefill_x(kernels::GemmX x) {
     lin->set_prefill_x(x);
 }
 
+void DeviceMoe::set_gemv_scratch(void* p, size_t bytes) {
+  for (DeviceLinear* lin : {&gate_, &shared_w1_, &shared_w2_, &shared_w3_, &shared_w13_})
+    lin->set_gemv_scratch(p, bytes);
+}
+
 DeviceMoe DeviceMoe::upload(const MoeWeights& w, const MoeShape& s, int layer,
                             const exl3::ExpertBank* bank) {
   DeviceMoe d;

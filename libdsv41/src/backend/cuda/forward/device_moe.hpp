@@ -43,6 +43,9 @@ class DeviceMoe {
   // The GEMM input mode of the routed and shared expert projections at prefill; the router
   // gate stays fp32-faithful (its logits pick the experts).
   void set_prefill_x(kernels::GemmX x);
+  // DeviceLinear::set_gemv_scratch on the gate and the shared expert (routed FP4 experts take
+  // the grouped kernels).
+  void set_gemv_scratch(void* p, size_t bytes);
 
  private:
   int layer_ = -1;

@@ -1,0 +1,257 @@
+// Tensor-core FP8 GEMV for 1..16 rows (decode steps and DSpark verify batches): the weights go
+// through mma.sync m16n8k16 as exact f16 (one cvt per two e4m3 codes) instead of being widened to
+// fp32 and multiplied on the CUDA cores (quant_gemv.cuh: ~10 instructions per weight byte, issue
+// bound at 47 % of the H200's bandwidth for one row and 5 % for 16, docs/perf.md).
+//
+// Two launches:
+//  1. fp8_gemv_split: x [rows, cols] fp32 -> per (row, 32-column block): a power-of-two factor
+//     2^e that brings the block's largest |x| into [2^14, 2^15), and x · 2^-e as three f16 parts
+//     hi + mid + lo (33 significant bits: the split of an fp32 is exact unless a part falls below
+//     f16's subnormal range, i.e. elements below ~2^-38 of their block maximum). Rows rows..15 of
+//     the padded tile are zero with factor 0.
+//  2. fp8_gemv_tc: a warp owns 16 weight rows (the MMA's M) over a k slice; per 32-column block
+//     each lane loads 8 bytes of two rows, and the 4 lanes of a row group cover the block, so the
+//     block's scale byte and each x row's factor apply to the block's partial product
+//     (D = Σ_parts A·B_part, then acc += D · scale · factor). The MMA's k order within a block is
+//     a fixed permutation of the columns, applied to W and x alike: lane t's 8 bytes are columns
+//     8t .. 8t + 7, of which MMA m takes 8t + 4m .. 8t + 4m + 3 as logical k 2t, 2t + 1, 8 + 2t,
+//     9 + 2t. The S k slices of a tile run in S warps of one block and are summed in slice order
+//     through shared memory, so results are deterministic for a given shape.
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <cstdint>
+
+#include "dsv41k/launchers.hpp"
+#include "linear/quant_gemv.cuh"
+
+namespace dsv41::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kParts = 3;
+constexpr int kRowsPad = 16;  // rows of the split x (the MMA's N is 8; rows 8..15 a second MMA)
+// Warps wanted in flight over the grid (~31 per SM on the H200's 132 SMs) when choosing the k split.
+constexpr int64_t kTargetWarps = 4096;
+
+// Workspace: xq [16][blocks][3][32] f16, then xf [16][blocks] fp32.
+size_t split_bytes(int64_t blocks) { return static_cast<size_t>(kRowsPad) * blocks * kParts * 64; }
+
+__device__ __forceinline__ uint32_t half2_bits(__half2 h) {
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
+// One thread per (row, block, quarter of 8 columns); the 4 quarters of a block are adjacent lanes.
+__global__ void __launch_bounds__(kThreads)
+    fp8_gemv_split_kernel(const float* __restrict__ x, int rows, int64_t cols,
+                          __half* __restrict__ xq, float* __restrict__ xf) {
+  const int64_t blocks = cols / 32;
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  // Lanes past the end stay for the shuffles (the 4 quarters of a block are one lane group).
+  const bool live = idx < kRowsPad * blocks * 4;
+  const int q = static_cast<int>(idx & 3);
+  const int64_t rb = idx >> 2, r = rb / blocks, b = rb - r * blocks;
+  float v[8];
+  if (live && r < rows) {
+    const float4* p = reinterpret_cast<const float4*>(x + r * cols + b * 32 + 8 * q);
+    const float4 a = __ldg(p), c = __ldg(p + 1);
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = c.x, v[5] = c.y, v[6] = c.z, v[7] = c.w;
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = 0.0f;
+  }
+  float m = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) m = fmaxf(m, fabsf(v[i]));
+  m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, 1));
+  m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, 2));
+  // m in [2^E, 2^(E+1)) -> e = E - 14 puts m · 2^-e in [2^14, 2^15) (f16 max 65504); clamped so
+  // both 2^e and 2^-e are normal floats (a block below 2^-86 keeps fewer bits: < 2^-100 absolute).
+  const int E = ((__float_as_int(m) >> 23) & 0xFF) - 127;
+  const int e = m == 0.0f ? 0 : max(-100, min(113, E - 14));
+  const float down = __int_as_float((127 - e) << 23);
+  uint32_t part[kParts][4];
+#pragma unroll
+  for (int i = 0; i < 8; i += 2) {
+    float r0 = v[i] * down, r1 = v[i + 1] * down;
+#pragma unroll
+    for (int p = 0; p < kParts; ++p) {
+      const __half2 h = __floats2half2_rn(r0, r1);
+      part[p][i / 2] = half2_bits(h);
+      const float2 back = __half22float2(h);
+      r0 -= back.x;
+      r1 -= back.y;
+    }
+  }
+  if (!live) return;
+  uint4* dst = reinterpret_cast<uint4*>(xq + ((r * blocks + b) * kParts) * 32 + 8 * q);
+#pragma unroll
+  for (int p = 0; p < kParts; ++p)
+    dst[p * 4] = make_uint4(part[p][0], part[p][1], part[p][2], part[p][3]);
+  if (q == 0) xf[r * blocks + b] = r < rows ? __int_as_float((127 + e) << 23) : 0.0f;
+}
+
+__device__ __forceinline__ uint32_t e4m3x2_to_half2(uint32_t two) {
+  const __half2_raw h =
+      __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two & 0xFFFFu), __NV_E4M3);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
+__device__ __forceinline__ void mma_f16_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                              uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint2 load_stream_u2(const uint8_t* p) {
+  uint2 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];"
+               : "=r"(v.x), "=r"(v.y)
+               : "l"(p));
+  return v;
+}
+
+// kNT: x row tiles of 8 (1: rows <= 8, 2: rows <= 16). Grid: blocks of 8 / S tiles × S slices.
+// Group g of the block-diagonal form: weight rows [g·out, (g + 1)·out), x columns [g·in, ...).
+template <int kNT>
+__global__ void __launch_bounds__(kThreads)
+    fp8_gemv_tc_kernel(const __half* __restrict__ xq, const float* __restrict__ xf,
+                       const uint8_t* __restrict__ w, const uint8_t* __restrict__ scale,
+                       float* __restrict__ y, int rows, int groups, int64_t out, int64_t in,
+                       int S) {
+  __shared__ float red[8][kNT][4][32];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int64_t total = out * groups;  // weight rows
+  const int64_t tile = static_cast<int64_t>(blockIdx.x) * (8 / S) + warp / S;
+  const int slice = warp % S;
+  const int64_t o0 = tile * 16;
+  const int64_t nkb = in / 32, x_blocks = nkb * groups;
+  float acc[kNT][4];
+#pragma unroll
+  for (int n = 0; n < kNT; ++n)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) acc[n][c] = 0.0f;
+  if (o0 < total) {
+    const int64_t grp = o0 / out;  // out % 16 == 0 when groups > 1: a tile is in one group
+    const int64_t ra = min(o0 + g, total - 1), rb = min(o0 + g + 8, total - 1);
+    const uint8_t* wa = w + ra * in + 8 * t;
+    const uint8_t* wb = w + rb * in + 8 * t;
+    const uint8_t* sp = scale + (o0 / 32) * nkb;
+    const int64_t kb0 = slice * nkb / S, kb1 = (slice + 1) * nkb / S;
+    const __half* xbase = xq + (grp * nkb) * kParts * 32 + 8 * t;
+    const float* fbase = xf + grp * nkb;
+    constexpr int kU = 4;  // 32-column blocks whose weights are in flight together
+    for (int64_t kb = kb0; kb < kb1; kb += kU) {
+      uint2 qa[kU], qb[kU];
+      float sw[kU];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const int64_t k = min(kb + u, kb1 - 1);  // a repeated block is loaded, never added
+        qa[u] = load_stream_u2(wa + k * 32);
+        qb[u] = load_stream_u2(wb + k * 32);
+        sw[u] = detail::e8m0_to_float(__ldg(sp + k));
+      }
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        if (kb + u >= kb1) break;
+        uint32_t a[2][4];
+#pragma unroll
+        for (int m = 0; m < 2; ++m) {
+          const uint32_t wa4 = m ? qa[u].y : qa[u].x, wb4 = m ? qb[u].y : qb[u].x;
+          a[m][0] = e4m3x2_to_half2(wa4);
+          a[m][1] = e4m3x2_to_half2(wb4);
+          a[m][2] = e4m3x2_to_half2(wa4 >> 16);
+          a[m][3] = e4m3x2_to_half2(wb4 >> 16);
+        }
+#pragma unroll
+        for (int n = 0; n < kNT; ++n) {
+          const int xr = 8 * n + g;  // the B operand's column = x row
+          const uint4* xp =
+              reinterpret_cast<const uint4*>(xbase + (xr * x_blocks + kb + u) * kParts * 32);
+          float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+          for (int p = kParts - 1; p >= 0; --p) {  // smallest part first
+            const uint4 b = __ldg(xp + p * 4);
+            mma_f16_16816(d, a[0], b.x, b.y);
+            mma_f16_16816(d, a[1], b.z, b.w);
+          }
+          // C: d0 (out g, x row 2t), d1 (out g, row 2t + 1), d2 / d3 the same for out g + 8.
+          const int r0 = 8 * n + 2 * t;
+          const float f0 = sw[u] * __ldg(fbase + r0 * x_blocks + kb + u);
+          const float f1 = sw[u] * __ldg(fbase + (r0 + 1) * x_blocks + kb + u);
+          acc[n][0] = fmaf(d[0], f0, acc[n][0]);
+          acc[n][1] = fmaf(d[1], f1, acc[n][1]);
+          acc[n][2] = fmaf(d[2], f0, acc[n][2]);
+          acc[n][3] = fmaf(d[3], f1, acc[n][3]);
+        }
+      }
+    }
+  }
+  if (S > 1) {
+#pragma unroll
+    for (int n = 0; n < kNT; ++n)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) red[warp][n][c][lane] = acc[n][c];
+    __syncthreads();
+    if (slice != 0) return;
+#pragma unroll
+    for (int n = 0; n < kNT; ++n)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        float s = red[warp][n][c][lane];
+        for (int j = 1; j < S; ++j) s += red[warp + j][n][c][lane];
+        acc[n][c] = s;
+      }
+  }
+  if (o0 >= total) return;
+#pragma unroll
+  for (int n = 0; n < kNT; ++n)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int r = 8 * n + 2 * t + (c & 1);
+      const int64_t o = o0 + g + 8 * (c >> 1);
+      if (r < rows && o < total) y[r * total + o] = acc[n][c];
+    }
+}
+
+}  // namespace
+
+size_t fp8_gemv_tc_workspace_bytes(int64_t x_cols) {
+  const int64_t blocks = x_cols / 32;
+  return split_bytes(blocks) + static_cast<size_t>(kRowsPad) * blocks * 4;
+}
+
+cudaError_t fp8_block_gemv_tc(const float* x, const uint8_t* w, const uint8_t* scale, float* y,
+                              int rows, int groups, int64_t out, int64_t in, void* workspace,
+                              size_t workspace_bytes, cudaStream_t stream) {
+  const auto aligned16 = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
+  if (!x || !w || !scale || !y || !workspace || rows < 1 || rows > kRowsPad || groups < 1 ||
+      out < 1 || in < 32 || in % 32 != 0 || (groups > 1 && out % 32 != 0) ||
+      in * groups > (int64_t{1} << 28) || out * groups > (int64_t{1} << 40) || !aligned16(x) ||
+      !aligned16(w) || !aligned16(workspace) || static_cast<const void*>(x) == y ||
+      workspace_bytes < fp8_gemv_tc_workspace_bytes(in * groups))
+    return cudaErrorInvalidValue;
+  const int64_t cols = in * groups, blocks = cols / 32;
+  __half* xq = static_cast<__half*>(workspace);
+  float* xf = reinterpret_cast<float*>(static_cast<uint8_t*>(workspace) + split_bytes(blocks));
+  const int64_t split_threads = kRowsPad * blocks * 4;
+  fp8_gemv_split_kernel<<<static_cast<unsigned>((split_threads + kThreads - 1) / kThreads),
+                          kThreads, 0, stream>>>(x, rows, cols, xq, xf);
+  const int64_t tiles = (out * groups + 15) / 16, nkb = in / 32;
+  int S = 1;
+  while (S < 8 && tiles * S < kTargetWarps && nkb >= 8 * S) S *= 2;
+  const int64_t grid = (tiles + 8 / S - 1) / (8 / S);
+  if (grid > 0x7FFFFFFF) return cudaErrorInvalidValue;
+  if (rows <= 8)
+    fp8_gemv_tc_kernel<1><<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(
+        xq, xf, w, scale, y, rows, groups, out, in, S);
+  else
+    fp8_gemv_tc_kernel<2><<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(
+        xq, xf, w, scale, y, rows, groups, out, in, S);
+  return cudaGetLastError();
+}
+
+}  // namespace dsv41::kernels
