@@ -9,8 +9,8 @@
 //     hi + mid + lo (33 significant bits: the split of an fp32 is exact unless a part falls below
 //     f16's subnormal range, i.e. elements below ~2^-38 of their block maximum). Rows rows..15 of
 //     the padded tile are zero with factor 0.
-//  2. fp8_gemv_tc: a warp owns 16 weight rows (the MMA's M) over a k slice; per 32-column block
-//     each lane loads 8 bytes of two rows, and the 4 lanes of a row group cover the block, so the
+//  2. fp8_gemv_tc: a warp owns 32 weight rows (two MMA tiles of 16) over a k slice; per 32-column
+//     block each lane loads 8 bytes of four rows, and the 4 lanes of a row group cover the block, so the
 //     block's scale byte and each x row's factor apply to the block's partial product
 //     (D = Σ_parts A·B_part, then acc += D · scale · factor). The MMA's k order within a block is
 //     a fixed permutation of the columns, applied to W and x alike: lane t's 8 bytes are columns
@@ -32,7 +32,7 @@ constexpr int kThreads = 256;
 constexpr int kParts = 3;
 constexpr int kRowsPad = 16;  // rows of the split x (the MMA's N is 8; rows 8..15 a second MMA)
 // Warps wanted in flight over the grid (~31 per SM on the H200's 132 SMs) when choosing the k split.
-constexpr int64_t kTargetWarps = 4096;
+constexpr int64_t kTargetWarps = 2048;
 
 // Workspace: xq [16][blocks][3][32] f16, then xf [16][blocks] fp32.
 size_t split_bytes(int64_t blocks) { return static_cast<size_t>(kRowsPad) * blocks * kParts * 64; }
@@ -114,107 +114,141 @@ __device__ __forceinline__ uint2 load_stream_u2(const uint8_t* p) {
   return v;
 }
 
-// kNT: x row tiles of 8 (1: rows <= 8, 2: rows <= 16). Grid: blocks of 8 / S tiles × S slices.
+// kNT: x row tiles of 8 (1: rows <= 8, 2: rows <= 16). A warp owns kMT = 2 MMA tiles of 16
+// weight rows (32 rows: one FP8 scale row block), so each x fragment it loads serves two MMAs
+// (the x parts are 6 bytes per column and row against 32 weight bytes per column). Only lanes of
+// real x rows load x (padded rows are zero registers). Grid: blocks of 8 / S warp tiles × S slices.
 // Group g of the block-diagonal form: weight rows [g·out, (g + 1)·out), x columns [g·in, ...).
+constexpr int kMT = 2;
 template <int kNT>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
     fp8_gemv_tc_kernel(const __half* __restrict__ xq, const float* __restrict__ xf,
                        const uint8_t* __restrict__ w, const uint8_t* __restrict__ scale,
                        float* __restrict__ y, int rows, int groups, int64_t out, int64_t in,
                        int S) {
-  __shared__ float red[8][kNT][4][32];
+  __shared__ float red[8][kMT][kNT][4][32];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int64_t total = out * groups;  // weight rows
   const int64_t tile = static_cast<int64_t>(blockIdx.x) * (8 / S) + warp / S;
   const int slice = warp % S;
-  const int64_t o0 = tile * 16;
+  const int64_t o0 = tile * 16 * kMT;
   const int64_t nkb = in / 32, x_blocks = nkb * groups;
-  float acc[kNT][4];
+  float acc[kMT][kNT][4];
 #pragma unroll
-  for (int n = 0; n < kNT; ++n)
+  for (int i = 0; i < kMT; ++i)
 #pragma unroll
-    for (int c = 0; c < 4; ++c) acc[n][c] = 0.0f;
+    for (int n = 0; n < kNT; ++n)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[i][n][c] = 0.0f;
   if (o0 < total) {
-    const int64_t grp = o0 / out;  // out % 16 == 0 when groups > 1: a tile is in one group
-    const int64_t ra = min(o0 + g, total - 1), rb = min(o0 + g + 8, total - 1);
-    const uint8_t* wa = w + ra * in + 8 * t;
-    const uint8_t* wb = w + rb * in + 8 * t;
+    const int64_t grp = o0 / out;  // out % 32 == 0 when groups > 1: a warp tile is in one group
+    const uint8_t* wr[kMT][2];
+#pragma unroll
+    for (int i = 0; i < kMT; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        wr[i][h] = w + min(o0 + 16 * i + 8 * h + g, total - 1) * in + 8 * t;
     const uint8_t* sp = scale + (o0 / 32) * nkb;
     const int64_t kb0 = slice * nkb / S, kb1 = (slice + 1) * nkb / S;
     const __half* xbase = xq + (grp * nkb) * kParts * 32 + 8 * t;
     const float* fbase = xf + grp * nkb;
-    constexpr int kU = 4;  // 32-column blocks whose weights are in flight together
+    // 32-column blocks whose weights are in flight together (2 blocks of 8 warps per SM: 16
+    // warps × kU × 1 KB; 16 rows hold twice the fragments, so fewer blocks there).
+    constexpr int kU = kNT == 1 ? 4 : 2;
     for (int64_t kb = kb0; kb < kb1; kb += kU) {
-      uint2 qa[kU], qb[kU];
+      uint2 q[kU][kMT][2];
       float sw[kU];
 #pragma unroll
       for (int u = 0; u < kU; ++u) {
         const int64_t k = min(kb + u, kb1 - 1);  // a repeated block is loaded, never added
-        qa[u] = load_stream_u2(wa + k * 32);
-        qb[u] = load_stream_u2(wb + k * 32);
+#pragma unroll
+        for (int i = 0; i < kMT; ++i)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) q[u][i][h] = load_stream_u2(wr[i][h] + k * 32);
         sw[u] = detail::e8m0_to_float(__ldg(sp + k));
       }
 #pragma unroll
       for (int u = 0; u < kU; ++u) {
         if (kb + u >= kb1) break;
-        uint32_t a[2][4];
+        uint32_t a[kMT][2][4];
 #pragma unroll
-        for (int m = 0; m < 2; ++m) {
-          const uint32_t wa4 = m ? qa[u].y : qa[u].x, wb4 = m ? qb[u].y : qb[u].x;
-          a[m][0] = e4m3x2_to_half2(wa4);
-          a[m][1] = e4m3x2_to_half2(wb4);
-          a[m][2] = e4m3x2_to_half2(wa4 >> 16);
-          a[m][3] = e4m3x2_to_half2(wb4 >> 16);
-        }
+        for (int i = 0; i < kMT; ++i)
+#pragma unroll
+          for (int m = 0; m < 2; ++m) {
+            const uint32_t lo = m ? q[u][i][0].y : q[u][i][0].x;
+            const uint32_t hi = m ? q[u][i][1].y : q[u][i][1].x;
+            a[i][m][0] = e4m3x2_to_half2(lo);
+            a[i][m][1] = e4m3x2_to_half2(hi);
+            a[i][m][2] = e4m3x2_to_half2(lo >> 16);
+            a[i][m][3] = e4m3x2_to_half2(hi >> 16);
+          }
 #pragma unroll
         for (int n = 0; n < kNT; ++n) {
           const int xr = 8 * n + g;  // the B operand's column = x row
+          const bool live = xr < rows;
           const uint4* xp =
               reinterpret_cast<const uint4*>(xbase + (xr * x_blocks + kb + u) * kParts * 32);
-          float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          float d[kMT][4];
+#pragma unroll
+          for (int i = 0; i < kMT; ++i)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) d[i][c] = 0.0f;
 #pragma unroll
           for (int p = kParts - 1; p >= 0; --p) {  // smallest part first
-            const uint4 b = __ldg(xp + p * 4);
-            mma_f16_16816(d, a[0], b.x, b.y);
-            mma_f16_16816(d, a[1], b.z, b.w);
+            const uint4 b = live ? __ldg(xp + p * 4) : make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+            for (int i = 0; i < kMT; ++i) {
+              mma_f16_16816(d[i], a[i][0], b.x, b.y);
+              mma_f16_16816(d[i], a[i][1], b.z, b.w);
+            }
           }
           // C: d0 (out g, x row 2t), d1 (out g, row 2t + 1), d2 / d3 the same for out g + 8.
           const int r0 = 8 * n + 2 * t;
-          const float f0 = sw[u] * __ldg(fbase + r0 * x_blocks + kb + u);
-          const float f1 = sw[u] * __ldg(fbase + (r0 + 1) * x_blocks + kb + u);
-          acc[n][0] = fmaf(d[0], f0, acc[n][0]);
-          acc[n][1] = fmaf(d[1], f1, acc[n][1]);
-          acc[n][2] = fmaf(d[2], f0, acc[n][2]);
-          acc[n][3] = fmaf(d[3], f1, acc[n][3]);
+          const float f0 = r0 < rows ? sw[u] * __ldg(fbase + r0 * x_blocks + kb + u) : 0.0f;
+          const float f1 =
+              r0 + 1 < rows ? sw[u] * __ldg(fbase + (r0 + 1) * x_blocks + kb + u) : 0.0f;
+#pragma unroll
+          for (int i = 0; i < kMT; ++i) {
+            acc[i][n][0] = fmaf(d[i][0], f0, acc[i][n][0]);
+            acc[i][n][1] = fmaf(d[i][1], f1, acc[i][n][1]);
+            acc[i][n][2] = fmaf(d[i][2], f0, acc[i][n][2]);
+            acc[i][n][3] = fmaf(d[i][3], f1, acc[i][n][3]);
+          }
         }
       }
     }
   }
   if (S > 1) {
 #pragma unroll
-    for (int n = 0; n < kNT; ++n)
+    for (int i = 0; i < kMT; ++i)
 #pragma unroll
-      for (int c = 0; c < 4; ++c) red[warp][n][c][lane] = acc[n][c];
+      for (int n = 0; n < kNT; ++n)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) red[warp][i][n][c][lane] = acc[i][n][c];
     __syncthreads();
     if (slice != 0) return;
+#pragma unroll
+    for (int i = 0; i < kMT; ++i)
+#pragma unroll
+      for (int n = 0; n < kNT; ++n)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          float s = red[warp][i][n][c][lane];
+          for (int j = 1; j < S; ++j) s += red[warp + j][i][n][c][lane];
+          acc[i][n][c] = s;
+        }
+  }
+  if (o0 >= total) return;
+#pragma unroll
+  for (int i = 0; i < kMT; ++i)
 #pragma unroll
     for (int n = 0; n < kNT; ++n)
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
-        float s = red[warp][n][c][lane];
-        for (int j = 1; j < S; ++j) s += red[warp + j][n][c][lane];
-        acc[n][c] = s;
+        const int r = 8 * n + 2 * t + (c & 1);
+        const int64_t o = o0 + 16 * i + g + 8 * (c >> 1);
+        if (r < rows && o < total) y[r * total + o] = acc[i][n][c];
       }
-  }
-  if (o0 >= total) return;
-#pragma unroll
-  for (int n = 0; n < kNT; ++n)
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const int r = 8 * n + 2 * t + (c & 1);
-      const int64_t o = o0 + g + 8 * (c >> 1);
-      if (r < rows && o < total) y[r * total + o] = acc[n][c];
-    }
 }
 
 }  // namespace
@@ -240,7 +274,7 @@ cudaError_t fp8_block_gemv_tc(const float* x, const uint8_t* w, const uint8_t* s
   const int64_t split_threads = kRowsPad * blocks * 4;
   fp8_gemv_split_kernel<<<static_cast<unsigned>((split_threads + kThreads - 1) / kThreads),
                           kThreads, 0, stream>>>(x, rows, cols, xq, xf);
-  const int64_t tiles = (out * groups + 15) / 16, nkb = in / 32;
+  const int64_t tiles = (out * groups + 16 * kMT - 1) / (16 * kMT), nkb = in / 32;
   int S = 1;
   while (S < 8 && tiles * S < kTargetWarps && nkb >= 8 * S) S *= 2;
   const int64_t grid = (tiles + 8 / S - 1) / (8 / S);
