@@ -128,7 +128,14 @@ DeviceLinear DeviceLinear::from_fp8(const uint8_t* w, const uint8_t* scale, int6
 
 bool DeviceLinear::gemv_tc(const float* x, int rows, int groups, int64_t out, const uint8_t* w,
                            const uint8_t* scale, float* y, cudaStream_t stream) const {
-  if (scratch_ == nullptr || format_ != WeightFormat::kFp8Block || in_ % 32 != 0) return false;
+  // Below 4 rows the CUDA-core GEMV is faster (H200, µs, CUDA-core / tensor-core: wq_b 1 row
+  // 19.4 / 22.7, 2 rows 21.7 / 23.0, 4 rows 40.4 / 23.6, 16 rows 195 / 35; wo_b 1 row 17.7 /
+  // 29.9, 4 rows 59.5 / 30.5; docs/perf.md): the tensor-core path's two launches and k-slice
+  // reduction cost more than its instruction savings there.
+  constexpr int kTcMinRows = 4;
+  if (scratch_ == nullptr || format_ != WeightFormat::kFp8Block || in_ % 32 != 0 ||
+      rows < kTcMinRows)
+    return false;
   const size_t need = kernels::fp8_gemv_tc_workspace_bytes(in_ * groups);
   DSV41_CHECK(need <= scratch_bytes_, kInternal,
               "{}: the FP8 GEMV x split needs {} bytes of scratch, {} are set", name_, need,
