@@ -168,13 +168,14 @@ double engram_block_ms(const dsv41::ModelConfig& base, int64_t R, int repeats) {
 
 int run(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr,
-                 "usage: dsv41_bench_cuda_forward DIR [contexts=0,8192,32768] [rows=1,2,6,16] "
-                 "[repeats=20] [chunk=2048] [capture=ROWS] [x=fp32|bf16x2|bf16] [gemv=cuda-core]\n"
-                 "  capture=ROWS: after the tables, one host-driven step of ROWS rows between\n"
-                 "  cudaProfilerStart/Stop (ncu --profile-from-start off: per-kernel times)\n"
-                 "  x=MODE: prefill GEMM input (CudaForwardOptions::prefill_x; default fp32)\n"
-                 "  gemv=cuda-core: FP8 GEMVs of <= 16 rows on fp8_block_gemv, not the tensor cores\n");
+    std::fprintf(
+        stderr,
+        "usage: dsv41_bench_cuda_forward DIR [contexts=0,8192,32768] [rows=1,2,6,16] "
+        "[repeats=20] [chunk=2048] [capture=ROWS] [x=fp32|bf16x2|bf16] [gemv=cuda-core]\n"
+        "  capture=ROWS: after the tables, one host-driven step of ROWS rows between\n"
+        "  cudaProfilerStart/Stop (ncu --profile-from-start off: per-kernel times)\n"
+        "  x=MODE: prefill GEMM input (CudaForwardOptions::prefill_x; default fp32)\n"
+        "  gemv=cuda-core: FP8 GEMVs of <= 16 rows on fp8_block_gemv, not the tensor cores\n");
     return 2;
   }
   const std::string dir = argv[1];

@@ -10,12 +10,12 @@
 //     f16's subnormal range, i.e. elements below ~2^-38 of their block maximum). Rows rows..15 of
 //     the padded tile are zero with factor 0.
 //  2. fp8_gemv_tc: a warp owns 32 weight rows (two MMA tiles of 16) over a k slice; per 32-column
-//     block each lane loads 8 bytes of four rows, and the 4 lanes of a row group cover the block, so the
-//     block's scale byte and each x row's factor apply to the block's partial product
-//     (D = Σ_parts A·B_part, then acc += D · scale · factor). The MMA's k order within a block is
-//     a fixed permutation of the columns, applied to W and x alike: lane t's 8 bytes are columns
-//     8t .. 8t + 7, of which MMA m takes 8t + 4m .. 8t + 4m + 3 as logical k 2t, 2t + 1, 8 + 2t,
-//     9 + 2t. The S k slices of a tile run in S warps of one block and are summed in slice order
+//     block each lane loads 8 bytes of four rows, and the 4 lanes of a row group cover the block,
+//     so the block's scale byte and each x row's factor apply to the block's partial product (D =
+//     Σ_parts A·B_part, then acc += D · scale · factor). The MMA's k order within a block is a
+//     fixed permutation of the columns, applied to W and x alike: lane t's 8 bytes are columns 8t
+//     .. 8t + 7, of which MMA m takes 8t + 4m .. 8t + 4m + 3 as logical k 2t, 2t + 1, 8 + 2t, 9 +
+//     2t. The S k slices of a tile run in S warps of one block and are summed in slice order
 //     through shared memory, so results are deterministic for a given shape.
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -31,7 +31,8 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kParts = 3;
 constexpr int kRowsPad = 16;  // rows of the split x (the MMA's N is 8; rows 8..15 a second MMA)
-// Warps wanted in flight over the grid (~31 per SM on the H200's 132 SMs) when choosing the k split.
+// Warps wanted in flight over the grid (~31 per SM on the H200's 132 SMs) when choosing the k
+// split.
 constexpr int64_t kTargetWarps = 2048;
 
 // Workspace: xq [16][blocks][3][32] f16, then xf [16][blocks] fp32.

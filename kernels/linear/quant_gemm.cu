@@ -46,7 +46,8 @@ void launch_tiles(const float* x, const uint8_t* w, const uint8_t* scale, float*
 template <class Fmt, int kParts>
 void launch_parts(const float* x, const uint8_t* w, const uint8_t* scale, float* y, int64_t rows,
                   int64_t out, int64_t in, cudaStream_t stream) {
-  const int64_t large_blocks = ((out + detail::kGemmBN - 1) / detail::kGemmBN) * ((rows + 127) / 128);
+  const int64_t large_blocks =
+      ((out + detail::kGemmBN - 1) / detail::kGemmBN) * ((rows + 127) / 128);
   if (large_blocks >= kLargeTileMinBlocks)
     launch_tiles<Fmt, kParts, 128>(x, w, scale, y, rows, out, in, stream);
   else

@@ -52,7 +52,8 @@ struct GemmFp8Block {
   };
   __device__ __forceinline__ static Raw load(const uint8_t* w, const uint8_t* scale, int64_t in,
                                              int64_t row, int64_t k0) {
-    return {load_stream_u4(w + row * in + k0), __ldg(scale + (row / 32) * ((in + 31) / 32) + k0 / 32)};
+    return {load_stream_u4(w + row * in + k0),
+            __ldg(scale + (row / 32) * ((in + 31) / 32) + k0 / 32)};
   }
   __device__ __forceinline__ static void store(const Raw& r, __nv_bfloat16* dst) {
     const float s = e8m0_to_float(static_cast<uint8_t>(r.s));

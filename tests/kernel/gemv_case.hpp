@@ -38,8 +38,7 @@ inline void check_gemv(bool fp4, GemvLauncher launch, int64_t out, int64_t in,
   ds.upload(std::span<const uint8_t>(scale));
   for (int rows : row_counts) {
     const std::vector<float> x = random_normal(static_cast<size_t>(rows) * in, rng);
-    const GemvReference ref =
-        gemv_reference(fp4, w, scale, bf16_parts(x, x_parts), rows, out, in);
+    const GemvReference ref = gemv_reference(fp4, w, scale, bf16_parts(x, x_parts), rows, out, in);
     cuda::DeviceBuffer dx(x.size() * 4), dy(ref.y.size() * 4);
     dx.upload(std::span<const float>(x));
     dy.fill_bytes(0xFF);  // NaN: an unwritten output fails the comparison
@@ -50,10 +49,9 @@ inline void check_gemv(bool fp4, GemvLauncher launch, int64_t out, int64_t in,
     dy.download(std::span<float>(got));
     std::vector<double> tol(ref.abs_dot.size());
     for (size_t i = 0; i < tol.size(); ++i) tol[i] = kGemvTolPerAbsDot * ref.abs_dot[i] + 1e-30;
-    require_match(
-        fmt::format("{} out {} in {} rows {} x parts {} seed {:#x}", fp4 ? "fp4" : "fp8", out, in,
-                    rows, x_parts, seed),
-        got, ref.y, tol, kGemvMaxNmse);
+    require_match(fmt::format("{} out {} in {} rows {} x parts {} seed {:#x}", fp4 ? "fp4" : "fp8",
+                              out, in, rows, x_parts, seed),
+                  got, ref.y, tol, kGemvMaxNmse);
   }
 }
 

@@ -1,7 +1,7 @@
 // [kernel] fp8_block_gemv vs Linear (FP8 e4m3 + 32x32 E8M0 blocks) at tiny and model shapes.
 #include <algorithm>
-#include <cmath>
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "kernel/gemv_case.hpp"
 
@@ -90,9 +90,9 @@ TEST_CASE("fp8_block_gemv_tc matches Linear, plain and grouped", "[kernel][linea
   run_fp8_grouped(3, 32, 64, rows, true);
   run_fp8_grouped(2, 64, 1056, rows, true);
   run_fp8_grouped(8, 1024, 4096, {1, 2, 7, 16}, true);  // attn.wo_a
-  run_fp8_grouped(1, 32768, 1280, {1, 6, 16}, true);     // attn.wq_b
-  run_fp8_grouped(1, 5120, 8192, {1, 6, 16}, true);      // attn.wo_b
-  run_fp8_grouped(1, 1280, 5120, {1, 6, 16}, true);      // attn.wq_a
+  run_fp8_grouped(1, 32768, 1280, {1, 6, 16}, true);    // attn.wq_b
+  run_fp8_grouped(1, 5120, 8192, {1, 6, 16}, true);     // attn.wo_b
+  run_fp8_grouped(1, 1280, 5120, {1, 6, 16}, true);     // attn.wq_a
 }
 
 TEST_CASE("fp8_block_gemv_tc: x blocks of very different magnitudes, zeros and NaN",
@@ -133,13 +133,15 @@ TEST_CASE("fp8_block_gemv_tc: x blocks of very different magnitudes, zeros and N
     for (int r = 0; r < rows; ++r) {
       if (with_nan && r == 2) {
         for (int64_t o = 0; o < out; ++o)
-          if (!std::isnan(got[r * out + o])) FAIL(fmt::format("row 2 out {}: {} not NaN", o, got[r * out + o]));
+          if (!std::isnan(got[r * out + o]))
+            FAIL(fmt::format("row 2 out {}: {} not NaN", o, got[r * out + o]));
         continue;
       }
       const std::vector<float> g(got.begin() + r * out, got.begin() + (r + 1) * out),
           want(ref.y.begin() + r * out, ref.y.begin() + (r + 1) * out);
       std::vector<double> tol(out);
-      for (int64_t o = 0; o < out; ++o) tol[o] = kGemvTolPerAbsDot * ref.abs_dot[r * out + o] + 1e-30;
+      for (int64_t o = 0; o < out; ++o)
+        tol[o] = kGemvTolPerAbsDot * ref.abs_dot[r * out + o] + 1e-30;
       require_match(fmt::format("tc magnitudes row {} nan {}", r, with_nan), g, want, tol,
                     kGemvMaxNmse);
     }
@@ -154,21 +156,21 @@ TEST_CASE("fp8_block_gemv_tc rejects unsupported arguments", "[kernel][linear]")
   const auto call = [&](int rows, int groups, int64_t out, int64_t in, void* wsp = nullptr,
                         size_t bytes = 0) {
     return kernels::fp8_block_gemv_tc(x.as<float>(), w.as<uint8_t>(), s.as<uint8_t>(),
-                                      y.as<float>(), rows, groups, out, in,
-                                      wsp ? wsp : ws.data(), bytes ? bytes : need, nullptr);
+                                      y.as<float>(), rows, groups, out, in, wsp ? wsp : ws.data(),
+                                      bytes ? bytes : need, nullptr);
   };
-  CHECK(call(0, 1, 32, 64) == cudaErrorInvalidValue);    // rows
-  CHECK(call(17, 1, 32, 64) == cudaErrorInvalidValue);   // rows > 16
-  CHECK(call(1, 1, 32, 48) == cudaErrorInvalidValue);    // in % 32
-  CHECK(call(1, 2, 48, 64) == cudaErrorInvalidValue);    // a group would start mid scale block
-  CHECK(call(1, 0, 32, 64) == cudaErrorInvalidValue);    // no groups
-  CHECK(call(1, 1, 32, 128, nullptr, need - 1) == cudaErrorInvalidValue);  // workspace too small
+  CHECK(call(0, 1, 32, 64) == cudaErrorInvalidValue);   // rows
+  CHECK(call(17, 1, 32, 64) == cudaErrorInvalidValue);  // rows > 16
+  CHECK(call(1, 1, 32, 48) == cudaErrorInvalidValue);   // in % 32
+  CHECK(call(1, 2, 48, 64) == cudaErrorInvalidValue);   // a group would start mid scale block
+  CHECK(call(1, 0, 32, 64) == cudaErrorInvalidValue);   // no groups
+  CHECK(call(1, 1, 32, 128, nullptr, need - 1) == cudaErrorInvalidValue);    // workspace too small
   CHECK(call(1, 1, 32, 64, ws.as<uint8_t>() + 8) == cudaErrorInvalidValue);  // unaligned
   CHECK(kernels::fp8_block_gemv_tc(x.as<float>(), w.as<uint8_t>(), s.as<uint8_t>(), y.as<float>(),
                                    1, 1, 32, 64, nullptr, need, nullptr) == cudaErrorInvalidValue);
   CHECK(kernels::fp8_block_gemv_tc(x.as<float>(), w.as<uint8_t>(), s.as<uint8_t>(), x.as<float>(),
-                                   1, 1, 32, 64, ws.data(), need, nullptr) ==
-        cudaErrorInvalidValue);  // y aliases x
+                                   1, 1, 32, 64, ws.data(), need,
+                                   nullptr) == cudaErrorInvalidValue);  // y aliases x
   CHECK(call(16, 1, 40, 128) == cudaSuccess);
   CHECK(call(3, 2, 32, 64) == cudaSuccess);
   CHECK(cudaDeviceSynchronize() == cudaSuccess);

@@ -186,8 +186,7 @@ TEST_CASE("moe_grouped_fp4_gemv rejects unsupported arguments", "[kernel][moe]")
   CHECK(moe_grouped_fp4_gemm(D, 65536, X, Y, 64, 64, F, nullptr) == cudaErrorInvalidValue);
   CHECK(moe_grouped_fp4_gemm(D, 4, nullptr, Y, 64, 64, F, nullptr) == cudaErrorInvalidValue);
   CHECK(moe_grouped_fp4_gemm(D, 4, X, nullptr, 64, 64, F, nullptr) == cudaErrorInvalidValue);
-  CHECK(moe_grouped_fp4_gemm(D, 4, X, x.as<float>(), 64, 64, F, nullptr) ==
-        cudaErrorInvalidValue);
+  CHECK(moe_grouped_fp4_gemm(D, 4, X, x.as<float>(), 64, 64, F, nullptr) == cudaErrorInvalidValue);
   CHECK(moe_grouped_fp4_gemm(D, 4, X + 2, Y, 64, 64, F, nullptr) == cudaErrorInvalidValue);
   CHECK(moe_grouped_fp4_gemm(D, 4, X, Y, 0, 64, F, nullptr) == cudaErrorInvalidValue);
   CHECK(moe_grouped_fp4_gemm(D, 4, X, Y, 64, 48, F, nullptr) == cudaErrorInvalidValue);

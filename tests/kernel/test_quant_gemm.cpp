@@ -102,9 +102,8 @@ TEST_CASE("quantised GEMMs reject unsupported arguments", "[kernel][linear][gemm
     CHECK(call(x.as<float>() + 1, w.as<uint8_t>(), 1, 64) == cudaErrorInvalidValue);
     CHECK(call(x.as<float>(), w.as<uint8_t>() + 8, 1, 64) == cudaErrorInvalidValue);
     CHECK(call(nullptr, w.as<uint8_t>(), 1, 64) == cudaErrorInvalidValue);
-    CHECK(f(x.as<float>(), w.as<uint8_t>(), s.as<uint8_t>(), x.as<float>(), 1, 16, 64,
-            GemmX::kFp32, nullptr) ==
-          cudaErrorInvalidValue);  // y aliases x
+    CHECK(f(x.as<float>(), w.as<uint8_t>(), s.as<uint8_t>(), x.as<float>(), 1, 16, 64, GemmX::kFp32,
+            nullptr) == cudaErrorInvalidValue);  // y aliases x
     CHECK(f(x.as<float>(), w.as<uint8_t>(), nullptr, y.as<float>(), 1, 16, 64, GemmX::kFp32,
             nullptr) == cudaErrorInvalidValue);
     for (int bad : {0, 4, -1})  // not a GemmX

@@ -94,9 +94,13 @@ Result<Model> Model::load(const ModelParams& params) {
                   context);
       const std::string prefill_x = tun.get_string("DSV41_CUDA_PREFILL_X");
       CudaBackendOptions o;
-      o.prefill_x_parts = prefill_x == "fp32" ? 3 : prefill_x == "bf16x2" ? 2 : prefill_x == "bf16" ? 1 : 0;
+      o.prefill_x_parts = prefill_x == "fp32"     ? 3
+                          : prefill_x == "bf16x2" ? 2
+                          : prefill_x == "bf16"   ? 1
+                                                  : 0;
       DSV41_CHECK(o.prefill_x_parts != 0, kInvalidArgument,
-                  "DSV41_CUDA_PREFILL_X = \"{}\" must be \"fp32\", \"bf16x2\" or \"bf16\"", prefill_x);
+                  "DSV41_CUDA_PREFILL_X = \"{}\" must be \"fp32\", \"bf16x2\" or \"bf16\"",
+                  prefill_x);
       o.max_chunk = static_cast<int>(chunk);
       o.max_context = context;
       impl->backend = make_cuda_backend(*impl->transformer, o);

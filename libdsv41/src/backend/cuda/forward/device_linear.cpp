@@ -140,12 +140,11 @@ bool DeviceLinear::gemv_tc(const float* x, int rows, int groups, int64_t out, co
   DSV41_CHECK(need <= scratch_bytes_, kInternal,
               "{}: the FP8 GEMV x split needs {} bytes of scratch, {} are set", name_, need,
               scratch_bytes_);
-  const cudaError_t e = kernels::fp8_block_gemv_tc(x, w, scale, y, rows, groups, out, in_,
-                                                   scratch_, scratch_bytes_, stream);
+  const cudaError_t e = kernels::fp8_block_gemv_tc(x, w, scale, y, rows, groups, out, in_, scratch_,
+                                                   scratch_bytes_, stream);
   if (e != cudaSuccess) {
-    const std::string what =
-        fmt::format("{} tensor-core GEMV ({} rows, {} groups, [{}, {}))", name_, rows, groups, out,
-                    in_);
+    const std::string what = fmt::format("{} tensor-core GEMV ({} rows, {} groups, [{}, {}))",
+                                         name_, rows, groups, out, in_);
     check_cuda(e, what.c_str());
   }
   return true;
@@ -197,12 +196,12 @@ void DeviceLinear::gemv_rows(const float* x, int64_t rows, int64_t r0, int64_t r
   // once per 16 (docs/kernels.md "Quantised GEMM").
   const bool tensor = format_ != WeightFormat::kF32;
   if (rows > kernels::kGemvMaxRows && tensor && in_ % 32 == 0) {
-    const cudaError_t e = format_ == WeightFormat::kFp8Block
-                              ? kernels::fp8_block_gemm(x, w, sc, y, rows, n, in_, prefill_x_, stream)
-                          : format_ == WeightFormat::kFp4Row
-                              ? kernels::fp4_expert_gemm(x, w, sc, y, rows, n, in_, prefill_x_,
-                                                         stream)
-                              : kernels::bf16_gemm(x, w, y, rows, n, in_, prefill_x_, stream);
+    const cudaError_t e =
+        format_ == WeightFormat::kFp8Block
+            ? kernels::fp8_block_gemm(x, w, sc, y, rows, n, in_, prefill_x_, stream)
+        : format_ == WeightFormat::kFp4Row
+            ? kernels::fp4_expert_gemm(x, w, sc, y, rows, n, in_, prefill_x_, stream)
+            : kernels::bf16_gemm(x, w, y, rows, n, in_, prefill_x_, stream);
     if (e != cudaSuccess) {
       const std::string what = fmt::format("{} GEMM ({} rows, [{}, {}))", name_, rows, n, in_);
       check_cuda(e, what.c_str());

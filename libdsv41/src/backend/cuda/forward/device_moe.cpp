@@ -190,10 +190,10 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   const int n_desc = static_cast<int>(cap);
   auto grouped = [&](const kernels::MoeGemvDesc* d, int n, const float* in_rows, float* out_rows,
                      int64_t out, int64_t in, const char* what) {
-    check_launch(gemm
-                     ? kernels::moe_grouped_fp4_gemm(d, n, in_rows, out_rows, out, in, prefill_x_, s)
-                     : kernels::moe_grouped_fp4_gemv(d, n, max_rows, in_rows, out_rows, out, in, s),
-                 l, what);
+    check_launch(
+        gemm ? kernels::moe_grouped_fp4_gemm(d, n, in_rows, out_rows, out, in, prefill_x_, s)
+             : kernels::moe_grouped_fp4_gemv(d, n, max_rows, in_rows, out_rows, out, in, s),
+        l, what);
   };
   // EXL3: the bank matrices are (pad128(in), pad128(out)); x rows zero-extended, y rows cut.
   auto grouped_x = [&](const kernels::MoeGemvDesc* d, int n, const float* in_rows, int64_t in,
