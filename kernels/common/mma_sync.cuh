@@ -1,7 +1,7 @@
-// Warp-level tensor-core pieces shared by the GEMM (linear/quant_gemm.cuh) and the attention core
-// (attention/attend_tc.cu): mma.sync m16n8k16 bf16 with fp32 accumulation and the ldmatrix loads
-// of its fragments. sm_80+, so the same code serves sm_90 (H200) and sm_121 (GB10, which has no
-// wgmma).
+// Warp-level tensor-core pieces shared by the GEMM (linear/quant_gemm.cuh), the attention core
+// (attention/attend_tc.cu) and the FP8 GEMV (linear/fp8_gemv_tc.cu): mma.sync m16n8k16 bf16 / f16
+// with fp32 accumulation, and the ldmatrix loads of its fragments. sm_80+, so the same code serves
+// sm_90 (H200) and sm_121 (GB10, which has no wgmma).
 //
 // Fragment layout (PTX ISA "mma.m16n8k16", g = lane / 4, t = lane % 4):
 //   A 16 × 16 row-major: a0 (row g, k 2t..2t+1), a1 (row g+8, same k), a2 (row g, k 8+2t..),
@@ -20,6 +20,16 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a
                                                uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// The same shape with f16 operands (fp8_gemv_tc: e4m3 weights convert exactly to f16).
+__device__ __forceinline__ void mma_f16_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                              uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
       "{%8, %9}, {%0, %1, %2, %3};"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));

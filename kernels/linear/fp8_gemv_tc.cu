@@ -22,6 +22,7 @@
 
 #include <cstdint>
 
+#include "common/mma_sync.cuh"
 #include "dsv41k/launchers.hpp"
 #include "linear/quant_gemv.cuh"
 
@@ -96,15 +97,6 @@ __device__ __forceinline__ uint32_t e4m3x2_to_half2(uint32_t two) {
   const __half2_raw h =
       __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two & 0xFFFFu), __NV_E4M3);
   return *reinterpret_cast<const uint32_t*>(&h);
-}
-
-__device__ __forceinline__ void mma_f16_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                              uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 __device__ __forceinline__ uint2 load_stream_u2(const uint8_t* p) {
@@ -199,8 +191,8 @@ __global__ void __launch_bounds__(kThreads, 2)
             const uint4 b = live ? __ldg(xp + p * 4) : make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
             for (int i = 0; i < kMT; ++i) {
-              mma_f16_16816(d[i], a[i][0], b.x, b.y);
-              mma_f16_16816(d[i], a[i][1], b.z, b.w);
+              detail::mma_f16_16816(d[i], a[i][0], b.x, b.y);
+              detail::mma_f16_16816(d[i], a[i][1], b.z, b.w);
             }
           }
           // C: d0 (out g, x row 2t), d1 (out g, row 2t + 1), d2 / d3 the same for out g + 8.
