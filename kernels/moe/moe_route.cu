@@ -1,9 +1,9 @@
 // §4 router (spec model-architecture.md §4, CPU reference model/moe.cpp route()): sqrtsoftplus of
 // the gate logits, + bias (bias_vl at image positions), top-k by the biased score with ties to the
-// lower expert index, weights from the unbiased scores. One block per token; the top-k is k rounds
-// of a block arg-max over the not yet selected experts, which yields exactly partial_sort's
+// lower expert index, weights from the unbiased scores. The top-k is k rounds
+// of a warp arg-max over the not yet selected experts, which yields exactly partial_sort's
 // result for the strict order (score desc, index asc). Everything after the logits is the CPU's
-// fp32 op sequence with unfused IEEE ops.
+// fp32 op sequence with unfused IEEE ops. One warp per token (below).
 #include <cmath>
 
 #include "dsv41k/moe.hpp"
@@ -33,33 +33,38 @@ __device__ __forceinline__ bool before(float v, int i, float w, int j) {
   return v != w ? v > w : i < j;
 }
 
+// One warp per token (kWarps tokens per block): lane l owns experts l, l + 32, ... (<= 32 of
+// them: E <= 1024, so its "taken" flags are one register), the top-k rounds are warp arg-maxes
+// over shuffles with no block barriers (the block-per-token version spent its time in 2·k
+// __syncthreads per token: k = 6 at decode).
 __global__ void __launch_bounds__(kThreads)
     route_kernel(const float* __restrict__ logits, const float* __restrict__ bias,
                  const float* __restrict__ bias_vl, const uint8_t* __restrict__ image_flags,
                  int32_t* __restrict__ ids, float* __restrict__ weights,
-                 float* __restrict__ biased_out, int E, int k, float gate_temp, bool norm,
-                 float scaling) {
-  __shared__ float score[kMoeMaxExperts], biased[kMoeMaxExperts];
-  __shared__ uint8_t taken[kMoeMaxExperts];
-  __shared__ float warp_v[kWarps];
-  __shared__ int warp_i[kWarps];
-  __shared__ int order[kMoeMaxTopK];
-  const int64_t t = blockIdx.x;
+                 float* __restrict__ biased_out, int64_t T, int E, int k, float gate_temp,
+                 bool norm, float scaling) {
+  __shared__ float score_s[kWarps][kMoeMaxExperts], biased_s[kWarps][kMoeMaxExperts];
+  __shared__ int order_s[kWarps][kMoeMaxTopK];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
+  if (t >= T) return;  // whole warps: no block barrier below
+  float* score = score_s[warp];
+  float* biased = biased_s[warp];
+  int* order = order_s[warp];
   const float* b = (image_flags && image_flags[t]) ? bias_vl : bias;
-  for (int e = threadIdx.x; e < E; e += kThreads) {
-    const float s = sqrt_softplus(logits[t * E + e], gate_temp);
-    score[e] = s;
-    biased[e] = __fadd_rn(s, b[e]);
-    taken[e] = 0;
+  for (int e = lane; e < E; e += 32) {
+    const float sc = sqrt_softplus(logits[t * E + e], gate_temp);
+    score[e] = sc;
+    biased[e] = __fadd_rn(sc, b[e]);
     if (biased_out) biased_out[t * E + e] = biased[e];
   }
-  __syncthreads();
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __syncwarp();
+  uint32_t taken = 0;  // bit j: expert lane + 32 j
   for (int r = 0; r < k; ++r) {
     float v = 0.0f;
     int i = -1;
-    for (int e = threadIdx.x; e < E; e += kThreads)
-      if (!taken[e] && before(biased[e], e, v, i)) {
+    for (int j = 0, e = lane; e < E; ++j, e += 32)
+      if (!((taken >> j) & 1u) && before(biased[e], e, v, i)) {
         v = biased[e];
         i = e;
       }
@@ -72,25 +77,12 @@ __global__ void __launch_bounds__(kThreads)
         i = oi;
       }
     }
-    if (lane == 0) {
-      warp_v[warp] = v;
-      warp_i[warp] = i;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      float bv = warp_v[0];
-      int bi = warp_i[0];
-      for (int w = 1; w < kWarps; ++w)
-        if (before(warp_v[w], warp_i[w], bv, bi)) {
-          bv = warp_v[w];
-          bi = warp_i[w];
-        }
-      order[r] = bi;
-      taken[bi] = 1;
-    }
-    __syncthreads();
+    // Every lane holds the same winner (a total order): its owner marks it.
+    if ((i & 31) == lane) taken |= 1u << (i >> 5);
+    if (lane == 0) order[r] = i;
   }
-  if (threadIdx.x == 0) {
+  __syncwarp();
+  if (lane == 0) {
     float sum = 0.0f;
     for (int r = 0; r < k; ++r) sum = __fadd_rn(sum, score[order[r]]);
     const float denom = __fadd_rn(sum, 1e-20f);
@@ -115,8 +107,8 @@ cudaError_t moe_route(const float* logits, const float* bias, const float* bias_
       T > 0x7FFFFFFF)
     return cudaErrorInvalidValue;
   if (T == 0) return cudaSuccess;
-  route_kernel<<<static_cast<unsigned>(T), kThreads, 0, stream>>>(
-      logits, bias, bias_vl, image_flags, ids, weights, biased_scores, E, k, gate_temp,
+  route_kernel<<<static_cast<unsigned>((T + kWarps - 1) / kWarps), kThreads, 0, stream>>>(
+      logits, bias, bias_vl, image_flags, ids, weights, biased_scores, T, E, k, gate_temp,
       norm_topk_prob, routed_scaling_factor);
   return cudaGetLastError();
 }
