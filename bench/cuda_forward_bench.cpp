@@ -168,14 +168,14 @@ double engram_block_ms(const dsv41::ModelConfig& base, int64_t R, int repeats) {
 
 int run(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(
-        stderr,
-        "usage: dsv41_bench_cuda_forward DIR [contexts=0,8192,32768] [rows=1,2,6,16] "
-        "[repeats=20] [chunk=2048] [capture=ROWS] [x=fp32|bf16x2|bf16] [gemv=cuda-core]\n"
-        "  capture=ROWS: after the tables, one host-driven step of ROWS rows between\n"
-        "  cudaProfilerStart/Stop (ncu --profile-from-start off: per-kernel times)\n"
-        "  x=MODE: prefill GEMM input (CudaForwardOptions::prefill_x; default fp32)\n"
-        "  gemv=cuda-core: FP8 GEMVs of <= 16 rows on fp8_block_gemv, not the tensor cores\n");
+    std::fprintf(stderr,
+                 "usage: dsv41_bench_cuda_forward DIR [contexts=0,8192,32768] [rows=1,2,6,16] "
+                 "[repeats=20] [chunk=2048] [capture=ROWS] [x=fp32|bf16x2|bf16] [gemv=cuda-core]\n"
+                 "  capture=ROWS: after the tables, one host-driven step of ROWS rows between\n"
+                 "  cudaProfilerStart/Stop (ncu --profile-from-start off: per-kernel times)\n"
+                 "  x=MODE: prefill GEMM input (CudaForwardOptions::prefill_x; default fp32)\n"
+                 "  gemv=cuda-core: GEMVs of <= 16 rows (FP8, routed FP4) on the CUDA cores, not "
+                 "mma.sync\n");
     return 2;
   }
   const std::string dir = argv[1];
@@ -185,13 +185,13 @@ int run(int argc, char** argv) {
   const int64_t chunk = argc > 5 ? std::atoll(argv[5]) : 2048;
   int64_t capture_rows = 0;
   dsv41::kernels::GemmX prefill_x = dsv41::kernels::GemmX::kFp32;
-  bool fp8_gemv_tc = true;
+  bool gemv_tc = true;
   for (int i = 6; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("capture=", 0) == 0) {
       capture_rows = std::atoll(a.c_str() + 8);
     } else if (a == "gemv=cuda-core") {
-      fp8_gemv_tc = false;
+      gemv_tc = false;
     } else if (a == "x=fp32" || a == "x=bf16x2" || a == "x=bf16") {
       prefill_x = a == "x=fp32"     ? dsv41::kernels::GemmX::kFp32
                   : a == "x=bf16x2" ? dsv41::kernels::GemmX::kBf16x2
@@ -215,7 +215,7 @@ int run(int argc, char** argv) {
   dsv41::cuda::CudaForwardOptions opts;
   opts.max_chunk = static_cast<int>(std::max({chunk, max_rows, capture_rows}));
   opts.prefill_x = prefill_x;
-  opts.fp8_gemv_tc = fp8_gemv_tc;
+  opts.gemv_tc = gemv_tc;
   opts.max_context =  // the first context also runs a profiled prefill chunk; capture 2 steps
       *std::max_element(contexts.begin(), contexts.end()) + 2 * chunk +
       (repeats + 4) * max_rows * 2 + 2 * capture_rows;

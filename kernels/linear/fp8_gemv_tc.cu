@@ -24,87 +24,23 @@
 
 #include "common/mma_sync.cuh"
 #include "dsv41k/launchers.hpp"
+#include "linear/gemv_tc.cuh"
 #include "linear/quant_gemv.cuh"
 
 namespace dsv41::kernels {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kParts = 3;
-constexpr int kRowsPad = 16;  // rows of the split x (the MMA's N is 8; rows 8..15 a second MMA)
-// Warps wanted in flight over the grid (~31 per SM on the H200's 132 SMs) when choosing the k
+constexpr int kParts = detail::kGemvTcParts;
+constexpr int kRowsMax = 16;  // rows of one call (the MMA's N is 8; rows 8..15 a second MMA)
+// Warps wanted in flight over the grid (~16 per SM on the H200's 132 SMs) when choosing the k
 // split.
 constexpr int64_t kTargetWarps = 2048;
-
-// Workspace: xq [16][blocks][3][32] f16, then xf [16][blocks] fp32.
-size_t split_bytes(int64_t blocks) { return static_cast<size_t>(kRowsPad) * blocks * kParts * 64; }
-
-__device__ __forceinline__ uint32_t half2_bits(__half2 h) {
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
-
-// One thread per (row, block, quarter of 8 columns); the 4 quarters of a block are adjacent lanes.
-__global__ void __launch_bounds__(kThreads)
-    fp8_gemv_split_kernel(const float* __restrict__ x, int rows, int64_t cols,
-                          __half* __restrict__ xq, float* __restrict__ xf) {
-  const int64_t blocks = cols / 32;
-  const int64_t idx = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  // Lanes past the end stay for the shuffles (the 4 quarters of a block are one lane group).
-  const bool live = idx < kRowsPad * blocks * 4;
-  const int q = static_cast<int>(idx & 3);
-  const int64_t rb = idx >> 2, r = rb / blocks, b = rb - r * blocks;
-  float v[8];
-  if (live && r < rows) {
-    const float4* p = reinterpret_cast<const float4*>(x + r * cols + b * 32 + 8 * q);
-    const float4 a = __ldg(p), c = __ldg(p + 1);
-    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = c.x, v[5] = c.y, v[6] = c.z, v[7] = c.w;
-  } else {
-#pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] = 0.0f;
-  }
-  float m = 0.0f;
-#pragma unroll
-  for (int i = 0; i < 8; ++i) m = fmaxf(m, fabsf(v[i]));
-  m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, 1));
-  m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, 2));
-  // m in [2^E, 2^(E+1)) -> e = E - 14 puts m · 2^-e in [2^14, 2^15) (f16 max 65504); clamped so
-  // both 2^e and 2^-e are normal floats (a block below 2^-86 keeps fewer bits: < 2^-100 absolute).
-  const int E = ((__float_as_int(m) >> 23) & 0xFF) - 127;
-  const int e = m == 0.0f ? 0 : max(-100, min(113, E - 14));
-  const float down = __int_as_float((127 - e) << 23);
-  uint32_t part[kParts][4];
-#pragma unroll
-  for (int i = 0; i < 8; i += 2) {
-    float r0 = v[i] * down, r1 = v[i + 1] * down;
-#pragma unroll
-    for (int p = 0; p < kParts; ++p) {
-      const __half2 h = __floats2half2_rn(r0, r1);
-      part[p][i / 2] = half2_bits(h);
-      const float2 back = __half22float2(h);
-      r0 -= back.x;
-      r1 -= back.y;
-    }
-  }
-  if (!live) return;
-  uint4* dst = reinterpret_cast<uint4*>(xq + ((r * blocks + b) * kParts) * 32 + 8 * q);
-#pragma unroll
-  for (int p = 0; p < kParts; ++p)
-    dst[p * 4] = make_uint4(part[p][0], part[p][1], part[p][2], part[p][3]);
-  if (q == 0) xf[r * blocks + b] = r < rows ? __int_as_float((127 + e) << 23) : 0.0f;
-}
 
 __device__ __forceinline__ uint32_t e4m3x2_to_half2(uint32_t two) {
   const __half2_raw h =
       __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two & 0xFFFFu), __NV_E4M3);
   return *reinterpret_cast<const uint32_t*>(&h);
-}
-
-__device__ __forceinline__ uint2 load_stream_u2(const uint8_t* p) {
-  uint2 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];"
-               : "=r"(v.x), "=r"(v.y)
-               : "l"(p));
-  return v;
 }
 
 // kNT: x row tiles of 8 (1: rows <= 8, 2: rows <= 16). A warp owns kMT = 2 MMA tiles of 16
@@ -157,7 +93,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
         for (int i = 0; i < kMT; ++i)
 #pragma unroll
-          for (int h = 0; h < 2; ++h) q[u][i][h] = load_stream_u2(wr[i][h] + k * 32);
+          for (int h = 0; h < 2; ++h) q[u][i][h] = detail::load_stream_u2(wr[i][h] + k * 32);
         sw[u] = detail::e8m0_to_float(__ldg(sp + k));
       }
 #pragma unroll
@@ -246,27 +182,45 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 }  // namespace
 
+namespace detail {
+
+cudaError_t gemv_tc_split(const float* x, int64_t rows, int64_t cols, bool pair_order,
+                          void* workspace, cudaStream_t stream) {
+  const int64_t blocks = cols / 32, threads = rows * blocks * 4;
+  if (threads > (int64_t{1} << 40)) return cudaErrorInvalidValue;
+  __half* xq = static_cast<__half*>(workspace);
+  float* xf =
+      reinterpret_cast<float*>(static_cast<uint8_t*>(workspace) + gemv_tc_xq_bytes(rows, blocks));
+  const auto grid = static_cast<unsigned>((threads + kThreads - 1) / kThreads);
+  if (pair_order)
+    gemv_tc_split_kernel<true><<<grid, kThreads, 0, stream>>>(x, rows, cols, xq, xf);
+  else
+    gemv_tc_split_kernel<false><<<grid, kThreads, 0, stream>>>(x, rows, cols, xq, xf);
+  return cudaGetLastError();
+}
+
+}  // namespace detail
+
 size_t fp8_gemv_tc_workspace_bytes(int64_t x_cols) {
-  const int64_t blocks = x_cols / 32;
-  return split_bytes(blocks) + static_cast<size_t>(kRowsPad) * blocks * 4;
+  return detail::gemv_tc_split_bytes(kRowsMax, x_cols / 32);
 }
 
 cudaError_t fp8_block_gemv_tc(const float* x, const uint8_t* w, const uint8_t* scale, float* y,
                               int rows, int groups, int64_t out, int64_t in, void* workspace,
                               size_t workspace_bytes, cudaStream_t stream) {
   const auto aligned16 = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
-  if (!x || !w || !scale || !y || !workspace || rows < 1 || rows > kRowsPad || groups < 1 ||
+  if (!x || !w || !scale || !y || !workspace || rows < 1 || rows > kRowsMax || groups < 1 ||
       out < 1 || in < 32 || in % 32 != 0 || (groups > 1 && out % 32 != 0) ||
       in * groups > (int64_t{1} << 28) || out * groups > (int64_t{1} << 40) || !aligned16(x) ||
       !aligned16(w) || !aligned16(workspace) || static_cast<const void*>(x) == y ||
       workspace_bytes < fp8_gemv_tc_workspace_bytes(in * groups))
     return cudaErrorInvalidValue;
   const int64_t cols = in * groups, blocks = cols / 32;
-  __half* xq = static_cast<__half*>(workspace);
-  float* xf = reinterpret_cast<float*>(static_cast<uint8_t*>(workspace) + split_bytes(blocks));
-  const int64_t split_threads = kRowsPad * blocks * 4;
-  fp8_gemv_split_kernel<<<static_cast<unsigned>((split_threads + kThreads - 1) / kThreads),
-                          kThreads, 0, stream>>>(x, rows, cols, xq, xf);
+  const cudaError_t se = detail::gemv_tc_split(x, rows, cols, false, workspace, stream);
+  if (se != cudaSuccess) return se;
+  const __half* xq = static_cast<const __half*>(workspace);
+  const float* xf = reinterpret_cast<const float*>(static_cast<const uint8_t*>(workspace) +
+                                                   detail::gemv_tc_xq_bytes(rows, blocks));
   const int64_t tiles = (out * groups + 16 * kMT - 1) / (16 * kMT), nkb = in / 32;
   int S = 1;
   while (S < 8 && tiles * S < kTargetWarps && nkb >= 8 * S) S *= 2;

@@ -17,8 +17,9 @@ constexpr int kSets = 3;
 
 // gemm: 64-row tiles (moe_expert_tiles) through moe_grouped_fp4_gemm with x as `xp` (the
 // reference runs on the same rounded x), else 16-row tiles through moe_grouped_fp4_gemv.
+// tc: 16-row tiles through moe_grouped_fp4_gemv_tc (x split into a workspace first).
 void run_grouped(const std::vector<int32_t>& counts, int64_t out, int64_t in, uint64_t seed,
-                 bool gemm = false, kernels::GemmX xp = kernels::GemmX::kFp32) {
+                 bool gemm = false, kernels::GemmX xp = kernels::GemmX::kFp32, bool tc = false) {
   const int tile = gemm ? kernels::kMoeGemmTileRows : kernels::kMoeGemvMaxRows;
   std::mt19937_64 rng(seed);
   const int n_local = static_cast<int>(counts.size());
@@ -58,7 +59,17 @@ void run_grouped(const std::vector<int32_t>& counts, int64_t out, int64_t in, ui
   DSV41_CUDA_CHECK(kernels::moe_expert_tiles(
       dc.as<int32_t>(), doff.as<int32_t>(), n_local, dwt.as<const uint8_t*>(),
       dst.as<const uint8_t*>(), 0, tile, ddesc.as<kernels::MoeGemvDesc>(), cap, stream.get()));
-  if (gemm) {
+  if (tc) {
+    const int max_rows = std::min(16, std::max(1, *std::max_element(counts.begin(), counts.end())));
+    const int64_t x_rows = std::max(slots, 1);
+    const size_t ws_bytes = kernels::moe_grouped_fp4_gemv_tc_workspace_bytes(x_rows, in);
+    cuda::DeviceBuffer dws(ws_bytes);
+    dws.fill_bytes(0xFF);  // the split must write every byte the product reads
+    DSV41_CUDA_CHECK(kernels::moe_grouped_fp4_gemv_tc(
+        ddesc.as<kernels::MoeGemvDesc>(), static_cast<int>(cap), max_rows, dx.as<float>(), x_rows,
+        dy.as<float>(), out, in, dws.data(), ws_bytes, stream.get()));
+    stream.synchronize();
+  } else if (gemm) {
     DSV41_CUDA_CHECK(kernels::moe_grouped_fp4_gemm(ddesc.as<kernels::MoeGemvDesc>(),
                                                    static_cast<int>(cap), dx.as<float>(),
                                                    dy.as<float>(), out, in, xp, stream.get()));
@@ -101,8 +112,10 @@ void run_grouped(const std::vector<int32_t>& counts, int64_t out, int64_t in, ui
     for (size_t i = 0; i < tol.size(); ++i) tol[i] = kGemvTolPerAbsDot * ref.abs_dot[i] + 1e-30;
     require_match(fmt::format("grouped fp4 {} out {} in {} expert {} of {} rows {} x parts {} "
                               "seed {:#x}",
-                              gemm ? "gemm" : "gemv", out, in, e, n_local, counts[e],
-                              static_cast<int>(xp), seed),
+                              tc     ? "gemv_tc"
+                              : gemm ? "gemm"
+                                     : "gemv",
+                              out, in, e, n_local, counts[e], static_cast<int>(xp), seed),
                   got, ref.y, tol, kGemvMaxNmse);
   }
 }
@@ -133,6 +146,57 @@ TEST_CASE("moe_grouped_fp4_gemv matches Linear per expert at routed-expert shape
   verify[101] = 8;
   verify[383] = 1;
   run_grouped(verify, 5120, 2304, seed + 1);  // w2
+}
+
+TEST_CASE("moe_grouped_fp4_gemv_tc matches Linear per expert", "[kernel][moe]") {
+  if (skip_without_gpu()) return;
+  const uint64_t seed = fresh_seed();
+  const auto F = kernels::GemmX::kFp32;
+  run_grouped({1}, 1, 128, seed, false, F, true);
+  run_grouped({0, 2, 0, 7}, 33, 128, seed + 1, false, F, true);
+  run_grouped({8, 0, 16, 1, 3}, 100, 384, seed + 2, false, F, true);
+  run_grouped({40, 0, 5}, 64, 128, seed + 3, false, F, true);  // 16 + 16 + 8
+  run_grouped({0, 0, 0}, 8, 128, seed + 4, false, F, true);    // all empty
+  std::vector<int32_t> decode(384, 0);  // one token, k = 6: six buckets of one row
+  for (int e : {3, 77, 150, 201, 333, 383}) decode[e] = 1;
+  run_grouped(decode, 2304, 5120, seed + 5, false, F, true);  // w1 / w3
+  std::vector<int32_t> verify(384, 0);                        // 16 rows spread unevenly
+  verify[5] = 16;
+  verify[9] = 2;
+  verify[100] = 7;
+  verify[101] = 8;
+  verify[383] = 1;
+  run_grouped(verify, 5120, 2304, seed + 6, false, F, true);  // w2
+  std::vector<int32_t> six(32, 0);                            // a 6-row verify batch, k = 6
+  for (int e = 0; e < 32; e += 3) six[e] = 1 + e % 6;
+  run_grouped(six, 2304, 5120, seed + 7, false, F, true);
+}
+
+TEST_CASE("moe_grouped_fp4_gemv_tc rejects unsupported arguments", "[kernel][moe]") {
+  if (skip_without_gpu()) return;
+  cuda::DeviceBuffer d(4096), x(128 * 4 * 17), y(128 * 4 * 17);
+  const size_t need = kernels::moe_grouped_fp4_gemv_tc_workspace_bytes(4, 128);
+  cuda::DeviceBuffer ws(need + 16);
+  const auto* D = d.as<kernels::MoeGemvDesc>();
+  d.fill_bytes(0);  // rows 0: a valid launch computes nothing
+  const auto call = [&](int n, int max_rows, int64_t x_rows, int64_t out, int64_t in, void* wsp,
+                        size_t bytes) {
+    return kernels::moe_grouped_fp4_gemv_tc(D, n, max_rows, x.as<float>(), x_rows, y.as<float>(),
+                                            out, in, wsp, bytes, nullptr);
+  };
+  CHECK(call(4, 1, 4, 64, 128, ws.data(), need) == cudaSuccess);
+  CHECK(call(0, 1, 4, 64, 128, ws.data(), need) == cudaErrorInvalidValue);      // no descriptors
+  CHECK(call(4, 0, 4, 64, 128, ws.data(), need) == cudaErrorInvalidValue);      // max_rows
+  CHECK(call(4, 17, 4, 64, 128, ws.data(), need) == cudaErrorInvalidValue);     // max_rows > 16
+  CHECK(call(4, 1, 0, 64, 128, ws.data(), need) == cudaErrorInvalidValue);      // x_rows
+  CHECK(call(4, 1, 4, 64, 96, ws.data(), need) == cudaErrorInvalidValue);       // in % 128
+  CHECK(call(4, 1, 4, 0, 128, ws.data(), need) == cudaErrorInvalidValue);       // out
+  CHECK(call(4, 1, 4, 64, 128, ws.data(), need - 1) == cudaErrorInvalidValue);  // too small
+  CHECK(call(4, 1, 4, 64, 128, nullptr, need) == cudaErrorInvalidValue);        // no workspace
+  CHECK(call(4, 1, 4, 64, 128, ws.as<uint8_t>() + 4, need) == cudaErrorInvalidValue);  // align
+  CHECK(kernels::moe_grouped_fp4_gemv_tc(D, 4, 1, x.as<float>(), 4, x.as<float>(), 64, 128,
+                                         ws.data(), need, nullptr) == cudaErrorInvalidValue);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
 }
 
 TEST_CASE("moe_grouped_fp4_gemm matches Linear per expert", "[kernel][moe][gemm]") {

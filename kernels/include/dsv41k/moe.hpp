@@ -14,6 +14,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "dsv41k/gemm_x.hpp"
@@ -175,6 +176,20 @@ cudaError_t moe_grouped_fp4_gemm(const MoeGemvDesc* desc, int n_desc, const floa
 // in % 32 == 0, in <= 2^28, desc/x/y non-null.
 cudaError_t moe_grouped_fp4_gemv(const MoeGemvDesc* desc, int n_desc, int max_rows, const float* x,
                                  float* y, int64_t out, int64_t in, cudaStream_t stream);
+
+// Tensor-core form of moe_grouped_fp4_gemv (moe/moe_grouped_fp4_gemv_tc.cu): codes as exact f16
+// through mma.sync, x as three f16 parts per (row, 32-column block) with a power-of-two factor
+// (linear/gemv_tc.cuh), fp32 accumulation; the same per-element bound, another summation order
+// (deterministic for a shape). Two launches: the split of x rows [0, x_rows) (every descriptor's
+// rows must lie there) into `workspace`, then the product. Needs the moe_grouped_fp4_gemv rules,
+// in % 128 == 0, 1 <= x_rows <= 2^24, x and workspace 16-byte aligned, workspace_bytes >=
+// moe_grouped_fp4_gemv_tc_workspace_bytes(x_rows, in), descriptor scale and weight pointers
+// 4-byte aligned.
+size_t moe_grouped_fp4_gemv_tc_workspace_bytes(int64_t x_rows, int64_t in);
+cudaError_t moe_grouped_fp4_gemv_tc(const MoeGemvDesc* desc, int n_desc, int max_rows,
+                                    const float* x, int64_t x_rows, float* y, int64_t out,
+                                    int64_t in, void* workspace, size_t workspace_bytes,
+                                    cudaStream_t stream);
 
 // §4 activation in place (= dsv41::swiglu_activate): g[r, i] = route_w[r] · SiLU(min(g, limit))
 // · clamp(u, ±limit) for r < min(n, *n_rows) (n_rows device int32 or null = n). route_w [n] or

@@ -72,7 +72,7 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
               "embed.weight is {}, the CUDA embedding reads BF16", dtype_name(w.embed.dtype()));
   m->embed_ = DeviceBuffer(w.embed.nbytes());
   m->embed_.upload(w.embed.data, w.embed.nbytes());
-  if (opts.fp8_gemv_tc)
+  if (opts.gemv_tc)
     m->gemv_scratch_ = DeviceBuffer(kernels::fp8_gemv_tc_workspace_bytes(kGemvScratchCols));
   m->norm_ = upload_f32(w.norm);
   m->head_ = std::make_unique<DeviceLinear>(DeviceLinear::upload(w.head, "head.weight"));
@@ -103,7 +103,7 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
     d->attn = DeviceAttention::upload(lw.attn);
     d->ffn = DeviceMoe::upload(lw.ffn, moe, l, cpu.expert_bank());
     if (lw.engram) d->engram = DeviceEngram::upload(*lw.engram, l);
-    if (opts.fp8_gemv_tc) {
+    if (opts.gemv_tc) {
       d->attn.set_gemv_scratch(m->gemv_scratch_.data(), m->gemv_scratch_.bytes());
       d->ffn.set_gemv_scratch(m->gemv_scratch_.data(), m->gemv_scratch_.bytes());
       if (d->engram) d->engram->set_gemv_scratch(m->gemv_scratch_.data(), m->gemv_scratch_.bytes());

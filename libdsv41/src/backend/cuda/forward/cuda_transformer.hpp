@@ -39,9 +39,10 @@ struct CudaForwardOptions {
   // How the large projections' inputs enter the tensor-core GEMMs in steps of more than 16 rows
   // (kernels/include/dsv41k/gemm_x.hpp); kFp32 rounds like the CPU reference.
   kernels::GemmX prefill_x = kernels::GemmX::kFp32;
-  // FP8 projections of <= 16 rows on the tensor-core GEMV (fp8_block_gemv_tc); false: the
-  // CUDA-core fp8_block_gemv (kept for comparison in dsv41_bench_cuda_forward).
-  bool fp8_gemv_tc = true;
+  // Tensor-core GEMVs for steps of <= 16 rows: FP8 projections from 4 rows (fp8_block_gemv_tc)
+  // and the routed FP4 experts (moe_grouped_fp4_gemv_tc); false: the CUDA-core kernels (kept for
+  // comparison in dsv41_bench_cuda_forward, gemv=cuda-core).
+  bool gemv_tc = true;
   // kInvalidArgument naming the field.
   void validate() const;
 };

@@ -27,6 +27,8 @@ void DeviceMoe::set_prefill_x(kernels::GemmX x) {
 }
 
 void DeviceMoe::set_gemv_scratch(void* p, size_t bytes) {
+  scratch_ = p;
+  scratch_bytes_ = bytes;
   for (DeviceLinear* lin : {&gate_, &shared_w1_, &shared_w2_, &shared_w3_, &shared_w13_})
     lin->set_gemv_scratch(p, bytes);
 }
@@ -188,8 +190,21 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   // A bucket holds each token at most once, so no descriptor has more than T rows.
   const int max_rows = static_cast<int>(std::min<int64_t>(T, kernels::kMoeGemvMaxRows));
   const int n_desc = static_cast<int>(cap);
+  // Steps of <= 16 rows: the tensor-core GEMV (x split into the transformer's scratch) when the
+  // scratch is set; its x rows are every slot [0, T·k).
+  const int64_t x_rows = T * k;
   auto grouped = [&](const kernels::MoeGemvDesc* d, int n, const float* in_rows, float* out_rows,
                      int64_t out, int64_t in, const char* what) {
+    if (!gemm && scratch_ != nullptr && in % 128 == 0) {
+      const size_t need = kernels::moe_grouped_fp4_gemv_tc_workspace_bytes(x_rows, in);
+      DSV41_CHECK(need <= scratch_bytes_, kInternal,
+                  "layer {}: the routed GEMV's x split needs {} bytes of scratch, {} are set", l,
+                  need, scratch_bytes_);
+      check_launch(kernels::moe_grouped_fp4_gemv_tc(d, n, max_rows, in_rows, x_rows, out_rows, out,
+                                                    in, scratch_, scratch_bytes_, s),
+                   l, what);
+      return;
+    }
     check_launch(
         gemm ? kernels::moe_grouped_fp4_gemm(d, n, in_rows, out_rows, out, in, prefill_x_, s)
              : kernels::moe_grouped_fp4_gemv(d, n, max_rows, in_rows, out_rows, out, in, s),

@@ -43,8 +43,8 @@ class DeviceMoe {
   // The GEMM input mode of the routed and shared expert projections at prefill; the router
   // gate stays fp32-faithful (its logits pick the experts).
   void set_prefill_x(kernels::GemmX x);
-  // DeviceLinear::set_gemv_scratch on the gate and the shared expert (routed FP4 experts take
-  // the grouped kernels).
+  // DeviceLinear::set_gemv_scratch on the gate and the shared expert, and the routed FP4
+  // experts' tensor-core GEMV (steps of <= 16 rows) through the same scratch.
   void set_gemv_scratch(void* p, size_t bytes);
 
  private:
@@ -56,6 +56,8 @@ class DeviceMoe {
   std::vector<DeviceLinear> w1_, w2_, w3_;  // routed FP4 experts [E] (empty for EXL3 ones)
   DeviceExl3Experts exl3_;
   kernels::GemmX prefill_x_ = kernels::GemmX::kFp32;  // routed FP4 GEMM (moe_grouped_fp4_gemm)
+  void* scratch_ = nullptr;  // x split of moe_grouped_fp4_gemv_tc (null: the CUDA-core GEMV)
+  size_t scratch_bytes_ = 0;
   bool has_fp4_ = false;
   // Device arrays of the experts' weight / scale pointers, [E] each (moe_expert_descriptors).
   DeviceBuffer w1_table_, w1_scales_, w3_table_, w3_scales_, w2_table_, w2_scales_;
