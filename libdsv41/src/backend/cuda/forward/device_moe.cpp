@@ -190,12 +190,16 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   // A bucket holds each token at most once, so no descriptor has more than T rows.
   const int max_rows = static_cast<int>(std::min<int64_t>(T, kernels::kMoeGemvMaxRows));
   const int n_desc = static_cast<int>(cap);
-  // Steps of <= 16 rows: the tensor-core GEMV (x split into the transformer's scratch) when the
-  // scratch is set; its x rows are every slot [0, T·k).
+  // Steps of 5..16 rows: the tensor-core GEMV (x split into the transformer's scratch) when the
+  // scratch is set; its x rows are every slot [0, T·k). Below 5 rows the CUDA-core GEMV is faster
+  // (H200, routed experts of a 40-layer step, CUDA-core / tensor-core ms: 1 row 3.01 / 4.45,
+  // 2 rows 6.32 / 7.49, 4 rows 11.4 / 13.3, 6 rows 17.4 / 14.3, 16 rows 58.3 / 32.7): its time
+  // follows the distinct experts' bytes, the CUDA-core kernel's the rows per expert as well.
+  constexpr int kTcMinRows = 5;
   const int64_t x_rows = T * k;
   auto grouped = [&](const kernels::MoeGemvDesc* d, int n, const float* in_rows, float* out_rows,
                      int64_t out, int64_t in, const char* what) {
-    if (!gemm && scratch_ != nullptr && in % 128 == 0) {
+    if (!gemm && max_rows >= kTcMinRows && scratch_ != nullptr && in % 128 == 0) {
       const size_t need = kernels::moe_grouped_fp4_gemv_tc_workspace_bytes(x_rows, in);
       DSV41_CHECK(need <= scratch_bytes_, kInternal,
                   "layer {}: the routed GEMV's x split needs {} bytes of scratch, {} are set", l,
