@@ -120,6 +120,23 @@ void run_grouped(const std::vector<int32_t>& counts, int64_t out, int64_t in, ui
   }
 }
 
+// Bucket counts over the released 384 experts: one decode token (k = 6: six buckets of one row)
+// and a 16-row verify batch spread unevenly.
+std::vector<int32_t> decode_counts() {
+  std::vector<int32_t> c(384, 0);
+  for (int e : {3, 77, 150, 201, 333, 383}) c[e] = 1;
+  return c;
+}
+std::vector<int32_t> verify_counts() {
+  std::vector<int32_t> c(384, 0);
+  c[5] = 16;
+  c[9] = 2;
+  c[100] = 7;
+  c[101] = 8;
+  c[383] = 1;
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("moe_grouped_fp4_gemv matches Linear per expert at tiny shapes", "[kernel][moe]") {
@@ -136,16 +153,8 @@ TEST_CASE("moe_grouped_fp4_gemv matches Linear per expert at routed-expert shape
           "[kernel][moe]") {
   if (skip_without_gpu()) return;
   const uint64_t seed = fresh_seed();
-  std::vector<int32_t> decode(384, 0);  // one token, k = 6: six buckets of one row
-  for (int e : {3, 77, 150, 201, 333, 383}) decode[e] = 1;
-  run_grouped(decode, 2304, 5120, seed);  // w1 / w3
-  std::vector<int32_t> verify(384, 0);    // 16 rows spread unevenly
-  verify[5] = 16;
-  verify[9] = 2;
-  verify[100] = 7;
-  verify[101] = 8;
-  verify[383] = 1;
-  run_grouped(verify, 5120, 2304, seed + 1);  // w2
+  run_grouped(decode_counts(), 2304, 5120, seed);      // w1 / w3
+  run_grouped(verify_counts(), 5120, 2304, seed + 1);  // w2
 }
 
 TEST_CASE("moe_grouped_fp4_gemv_tc matches Linear per expert", "[kernel][moe]") {
@@ -155,19 +164,11 @@ TEST_CASE("moe_grouped_fp4_gemv_tc matches Linear per expert", "[kernel][moe]") 
   run_grouped({1}, 1, 128, seed, false, F, true);
   run_grouped({0, 2, 0, 7}, 33, 128, seed + 1, false, F, true);
   run_grouped({8, 0, 16, 1, 3}, 100, 384, seed + 2, false, F, true);
-  run_grouped({40, 0, 5}, 64, 128, seed + 3, false, F, true);  // 16 + 16 + 8
-  run_grouped({0, 0, 0}, 8, 128, seed + 4, false, F, true);    // all empty
-  std::vector<int32_t> decode(384, 0);  // one token, k = 6: six buckets of one row
-  for (int e : {3, 77, 150, 201, 333, 383}) decode[e] = 1;
-  run_grouped(decode, 2304, 5120, seed + 5, false, F, true);  // w1 / w3
-  std::vector<int32_t> verify(384, 0);                        // 16 rows spread unevenly
-  verify[5] = 16;
-  verify[9] = 2;
-  verify[100] = 7;
-  verify[101] = 8;
-  verify[383] = 1;
-  run_grouped(verify, 5120, 2304, seed + 6, false, F, true);  // w2
-  std::vector<int32_t> six(32, 0);                            // a 6-row verify batch, k = 6
+  run_grouped({40, 0, 5}, 64, 128, seed + 3, false, F, true);          // 16 + 16 + 8
+  run_grouped({0, 0, 0}, 8, 128, seed + 4, false, F, true);            // all empty
+  run_grouped(decode_counts(), 2304, 5120, seed + 5, false, F, true);  // w1 / w3
+  run_grouped(verify_counts(), 5120, 2304, seed + 6, false, F, true);  // w2
+  std::vector<int32_t> six(32, 0);  // a 6-row verify batch, k = 6
   for (int e = 0; e < 32; e += 3) six[e] = 1 + e % 6;
   run_grouped(six, 2304, 5120, seed + 7, false, F, true);
 }
