@@ -62,8 +62,8 @@ class DeviceLinear {
 
   // Scratch for the tensor-core FP8 GEMV's x split (kernels fp8_block_gemv_tc), shared by every
   // linear of one CudaTransformer (their calls are ordered on its one stream); null: FP8 calls of
-  // <= 16 rows take the CUDA-core fp8_block_gemv. A call whose x needs more than `bytes` throws
-  // kInternal naming the weight.
+  // <= 16 rows take the CUDA-core fp8_block_gemv, and so does a call whose x split needs more
+  // than `bytes`.
   void set_gemv_scratch(void* p, size_t bytes) {
     scratch_ = p;
     scratch_bytes_ = bytes;
