@@ -1,10 +1,10 @@
-// Bandwidth of moe_grouped_fp4_gemv and moe_grouped_exl3_gemv (kernels/moe/) at routed-expert
-// decode shapes: the gate+up projections of the step's experts in one launch (2 descriptors per
-// expert, [5120 -> 2304]) and their down projections ([2304 -> 5120]), with `rows` activation
-// rows per expert. Bytes = FP4 weights + E8M0 scales (EXL3: trellis + suh + svh) of every
-// descriptor + x + y (the fewest one call must move). Time =
-// median of CUDA-event timings of a CUDA graph of back-to-back calls rotating through >= 256 MB
-// of weight copies (no L2 reuse), divided by the calls. Usage: dsv41_bench_cuda_moe [repeats=30]
+// Bandwidth of moe_grouped_fp4_gemv (CUDA-core and tensor-core forms) and moe_grouped_exl3_gemv
+// (kernels/moe/) at routed-expert decode shapes: the gate+up projections of the step's experts in
+// one launch (2 descriptors per expert, [5120 -> 2304]) and their down projections ([2304 ->
+// 5120]), with `rows` activation rows per expert. Bytes = FP4 weights + E8M0 scales (EXL3: trellis
+// + suh + svh) of every descriptor + x + y (the fewest one call must move). Time = median of
+// CUDA-event timings of a CUDA graph of back-to-back calls rotating through >= 256 MB of weight
+// copies (no L2 reuse), divided by the calls. Usage: dsv41_bench_cuda_moe [repeats=30]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -64,7 +64,8 @@ struct Result {
 };
 
 // `descs` descriptors over distinct weights, `rows` rows each, x rows shared per expert pair.
-Result bench(int descs, int64_t out, int64_t in, int rows, int repeats, cudaStream_t s) {
+// tc: moe_grouped_fp4_gemv_tc (x split + tensor-core product, both timed).
+Result bench(int descs, int64_t out, int64_t in, int rows, bool tc, int repeats, cudaStream_t s) {
   const size_t wb = size_t(out) * in / 2, sb = size_t(out) * (in / 32);
   const int copies =
       static_cast<int>(std::max<size_t>(3, (size_t{256} << 20) / ((wb + sb) * descs) + 1));
@@ -86,9 +87,17 @@ Result bench(int descs, int64_t out, int64_t in, int rows, int repeats, cudaStre
     BENCH_CHECK(cudaMemcpy(desc.as<dk::MoeGemvDesc>() + c * descs, host[c].data(),
                            sizeof(dk::MoeGemvDesc) * descs, cudaMemcpyHostToDevice));
   BENCH_CHECK(cudaGetLastError());
+  const int64_t x_rows = int64_t{descs} * rows;
+  const size_t split_bytes = dk::moe_grouped_fp4_gemv_tc_workspace_bytes(x_rows, in);
+  DeviceBuffer split(tc ? split_bytes : 16);
   const auto launch = [&](int c) {
-    BENCH_CHECK(dk::moe_grouped_fp4_gemv(desc.as<dk::MoeGemvDesc>() + c * descs, descs, rows,
-                                         x.as<float>(), y.as<float>(), out, in, s));
+    const dk::MoeGemvDesc* d = desc.as<dk::MoeGemvDesc>() + c * descs;
+    if (tc)
+      BENCH_CHECK(dk::moe_grouped_fp4_gemv_tc(d, descs, rows, x.as<float>(), x_rows, y.as<float>(),
+                                              out, in, split.data(), split_bytes, s));
+    else
+      BENCH_CHECK(
+          dk::moe_grouped_fp4_gemv(d, descs, rows, x.as<float>(), y.as<float>(), out, in, s));
   };
   const float med = dsv41::bench::graph_median_ms(launch, copies, repeats, s);
   Result res;
@@ -151,8 +160,8 @@ int run(int repeats) {
     return 2;
   }
   std::printf("device: %s\n", dsv41::cuda::describe(dsv41::cuda::device_info(0)).c_str());
-  std::printf("%-34s %5s %4s %9s %9s %8s\n", "case (grouped fp4)", "descs", "rows", "us(graph)",
-              "GB/s", "%4.8TB");
+  std::printf("%-34s %5s %4s %9s %9s %8s %9s %9s %8s\n", "case (grouped fp4)", "descs", "rows",
+              "us(graph)", "GB/s", "%4.8TB", "tc us", "tc GB/s", "tc %");
   CudaStream stream;
   struct Shape {
     const char* name;
@@ -164,10 +173,12 @@ int run(int repeats) {
                           {"gate+up of 32 experts", 64, 2304, 5120},
                           {"down of 32 experts", 32, 5120, 2304}};
   for (const Shape& sh : shapes)
-    for (int rows : {1, 2, 8, 16}) {
-      const Result r = bench(sh.descs, sh.out, sh.in, rows, repeats, stream.get());
-      std::printf("%-34s %5d %4d %9.2f %9.0f %7.1f%%\n", sh.name, sh.descs, rows, r.us, r.gbs,
-                  100.0 * r.gbs / kH200DatasheetGBs);
+    for (int rows : {1, 2, 4, 6, 8, 16}) {
+      const Result r = bench(sh.descs, sh.out, sh.in, rows, false, repeats, stream.get());
+      const Result t = bench(sh.descs, sh.out, sh.in, rows, true, repeats, stream.get());
+      std::printf("%-34s %5d %4d %9.2f %9.0f %7.1f%% %9.2f %9.0f %7.1f%%\n", sh.name, sh.descs,
+                  rows, r.us, r.gbs, 100.0 * r.gbs / kH200DatasheetGBs, t.us, t.gbs,
+                  100.0 * t.gbs / kH200DatasheetGBs);
     }
   // EXL3 at the Spark mix: six experts of K 2, 3, 5, 2, 3, 2 (2.83 bits per weight) per step, and
   // single-K batches to compare with exl3_gemv's host-list table (docs/perf.md).
