@@ -5,7 +5,8 @@
 //  - x: the split of linear/gemv_tc.cuh in pair order (three f16 parts per (row, 32-column
 //    block) with a power-of-two factor), one launch for all slot rows;
 //  - a warp owns 32 weight rows (two 16-row MMA tiles) of one descriptor over a k slice; per
-//    32-column block each lane loads 4 bytes (8 codes, columns 8t .. 8t + 7) of four rows, and
+//    32-column block each lane holds 4 bytes (8 codes, columns 8t .. 8t + 7) of four rows (loaded
+//    16 bytes per row for 4 blocks at once and transposed within the lane's group of 4), and
 //    one nibble-pair decode (Fp4Row32::nibbles_to_float2's bit placement: e2m1 · 2^-14 as f16,
 //    exact) yields columns (c, c + 4), so MMA m takes the pairs (2m, 2m + 4) and (2m + 1, 2m + 5)
 //    as its logical k 2t, 2t + 1 and 8 + 2t, 9 + 2t — the split stores x in the same order;
@@ -34,6 +35,35 @@ constexpr int64_t kTargetWarps = 2048;
 __device__ __forceinline__ uint32_t nibble_pair(uint32_t w, int k) {
   const uint32_t v = w >> (4 * k);
   return ((v & 0x00070007u) << 9) | ((v & 0x00080008u) << 12);
+}
+
+// Lane t of a group of 4 holds w[j] = M[t][j]; afterwards w[u] = M[u][t] (two xor-shuffle
+// stages, each moving two words: lanes t and t ^ 2 swap halves, then t and t ^ 1 swap the odd /
+// even words).
+__device__ __forceinline__ void transpose4(uint32_t (&w)[4], int t) {
+  const bool t1 = (t & 2) != 0, t0 = (t & 1) != 0;
+  {
+    const uint32_t r0 = __shfl_xor_sync(0xFFFFFFFFu, t1 ? w[0] : w[2], 2);
+    const uint32_t r1 = __shfl_xor_sync(0xFFFFFFFFu, t1 ? w[1] : w[3], 2);
+    if (t1) {
+      w[0] = r0;
+      w[1] = r1;
+    } else {
+      w[2] = r0;
+      w[3] = r1;
+    }
+  }
+  {
+    const uint32_t r0 = __shfl_xor_sync(0xFFFFFFFFu, t0 ? w[0] : w[1], 1);
+    const uint32_t r1 = __shfl_xor_sync(0xFFFFFFFFu, t0 ? w[2] : w[3], 1);
+    if (t0) {
+      w[0] = r0;
+      w[2] = r1;
+    } else {
+      w[1] = r0;
+      w[3] = r1;
+    }
+  }
 }
 
 template <int kNT>
@@ -65,7 +95,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int64_t row = min(o0 + 16 * i + 8 * h + g, out - 1);
-        wr[i][h] = dsc.w + row * (in / 2) + 4 * t;
+        wr[i][h] = dsc.w + row * (in / 2) + 16 * t;
         sr[i][h] = dsc.scale + row * nkb;
       }
     const int64_t r0 = slice * rounds / S, r1 = (slice + 1) * rounds / S;
@@ -73,15 +103,26 @@ __global__ void __launch_bounds__(kThreads, 2)
     const float* fbase = xf + static_cast<int64_t>(dsc.x_row) * nkb;
     for (int64_t rd = r0; rd < r1; ++rd) {
       const int64_t kb = rd * kU;
+      // Lane t loads the 16 bytes of block kb + t (full 32-byte sectors: 4-byte loads per block
+      // left half of every sector to the next instruction), then a 4 × 4 word transpose in the
+      // lane's group of 4 gives it word t of each of the 4 blocks.
+      uint4 raw[kMT][2];
       uint32_t q[kU][kMT][2], sc[kMT][2];
 #pragma unroll
       for (int i = 0; i < kMT; ++i)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-#pragma unroll
-          for (int u = 0; u < kU; ++u)
-            q[u][i][h] = __ldg(reinterpret_cast<const uint32_t*>(wr[i][h] + (kb + u) * 16));
+          raw[i][h] = detail::load_stream_u4(wr[i][h] + kb * 16);
           sc[i][h] = __ldg(reinterpret_cast<const uint32_t*>(sr[i][h] + kb));
+        }
+#pragma unroll
+      for (int i = 0; i < kMT; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          uint32_t w4[4] = {raw[i][h].x, raw[i][h].y, raw[i][h].z, raw[i][h].w};
+          transpose4(w4, t);
+#pragma unroll
+          for (int u = 0; u < kU; ++u) q[u][i][h] = w4[u];
         }
 #pragma unroll
       for (int u = 0; u < kU; ++u) {
