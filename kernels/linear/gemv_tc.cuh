@@ -16,6 +16,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/mma_sync.cuh"
+
 namespace dsv41::kernels::detail {
 
 inline constexpr int kGemvTcParts = 3;
@@ -97,6 +99,70 @@ __global__ void __launch_bounds__(256)
   for (int p = 0; p < kGemvTcParts; ++p)
     dst[p * 4] = make_uint4(part[p][0], part[p][1], part[p][2], part[p][3]);
   if (q == 0) xf[r * blocks + b] = __int_as_float((127 + e) << 23);
+}
+
+// One 32-column block of a warp tile against one 8-row x tile: d[i] = Σ_parts A_i · B_part over
+// the block (MMA m = 0 takes B's .x/.y, m = 1 its .z/.w: the split's order), smallest part first.
+// xp: this lane's 8 halves of part 0 (parts 4 uint4 apart); live: the lane's x row exists (else
+// its B columns are zero).
+template <int kMT>
+__device__ __forceinline__ void gemv_tc_block_mma(const uint32_t (&a)[kMT][2][4], const uint4* xp,
+                                                  bool live, float (&d)[kMT][4]) {
+#pragma unroll
+  for (int i = 0; i < kMT; ++i)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) d[i][c] = 0.0f;
+#pragma unroll
+  for (int p = kGemvTcParts - 1; p >= 0; --p) {
+    const uint4 b = live ? __ldg(xp + p * 4) : make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+    for (int i = 0; i < kMT; ++i) {
+      mma_f16_16816(d[i], a[i][0], b.x, b.y);
+      mma_f16_16816(d[i], a[i][1], b.z, b.w);
+    }
+  }
+}
+
+// The end of a tensor-core GEMV warp tile (kMT MMA tiles of 16 weight rows from o0, kNT tiles of 8
+// x rows): the S k slices of the tile (warps warp - slice .. of the block) are summed in slice
+// order through `red`, then slice 0 stores the C fragments of x rows < rows and outputs < out at
+// y[r · out + o]. Every warp of the block calls it last (one barrier when S > 1).
+template <int kMT, int kNT>
+__device__ __forceinline__ void gemv_tc_finish(float (&acc)[kMT][kNT][4],
+                                               float (*red)[kMT][kNT][4][32], int S, int slice,
+                                               int64_t o0, int rows, int64_t out, float* y) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  if (S > 1) {
+#pragma unroll
+    for (int i = 0; i < kMT; ++i)
+#pragma unroll
+      for (int n = 0; n < kNT; ++n)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) red[warp][i][n][c][lane] = acc[i][n][c];
+    __syncthreads();
+    if (slice != 0) return;
+#pragma unroll
+    for (int i = 0; i < kMT; ++i)
+#pragma unroll
+      for (int n = 0; n < kNT; ++n)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          float s = red[warp][i][n][c][lane];
+          for (int j = 1; j < S; ++j) s += red[warp + j][i][n][c][lane];
+          acc[i][n][c] = s;
+        }
+  }
+  if (o0 >= out) return;
+#pragma unroll
+  for (int i = 0; i < kMT; ++i)
+#pragma unroll
+    for (int n = 0; n < kNT; ++n)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int r = 8 * n + 2 * t + (c & 1);
+        const int64_t o = o0 + 16 * i + g + 8 * (c >> 1);
+        if (r < rows && o < out) y[r * out + o] = acc[i][n][c];
+      }
 }
 
 }  // namespace dsv41::kernels::detail

@@ -150,19 +150,7 @@ __global__ void __launch_bounds__(kThreads, 2)
           const uint4* xp =
               reinterpret_cast<const uint4*>(xbase + (xr * nkb + kb + u) * kParts * 32);
           float d[kMT][4];
-#pragma unroll
-          for (int i = 0; i < kMT; ++i)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) d[i][c] = 0.0f;
-#pragma unroll
-          for (int p = kParts - 1; p >= 0; --p) {  // smallest part first
-            const uint4 b = live ? __ldg(xp + p * 4) : make_uint4(0u, 0u, 0u, 0u);
-#pragma unroll
-            for (int i = 0; i < kMT; ++i) {
-              detail::mma_f16_16816(d[i], a[i][0], b.x, b.y);
-              detail::mma_f16_16816(d[i], a[i][1], b.z, b.w);
-            }
-          }
+          detail::gemv_tc_block_mma<kMT>(a, xp, live, d);
           // C: d0 (out g, x row 2t), d1 (out g, row 2t + 1), d2 / d3 the same for out g + 8.
           const int x0 = 8 * n + 2 * t;
           const float f0 = x0 < rows ? __ldg(fbase + x0 * nkb + kb + u) : 0.0f;
@@ -178,38 +166,8 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
     }
   }
-  if (S > 1) {
-#pragma unroll
-    for (int i = 0; i < kMT; ++i)
-#pragma unroll
-      for (int n = 0; n < kNT; ++n)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) red[warp][i][n][c][lane] = acc[i][n][c];
-    __syncthreads();
-    if (slice != 0) return;
-#pragma unroll
-    for (int i = 0; i < kMT; ++i)
-#pragma unroll
-      for (int n = 0; n < kNT; ++n)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          float s = red[warp][i][n][c][lane];
-          for (int j = 1; j < S; ++j) s += red[warp + j][i][n][c][lane];
-          acc[i][n][c] = s;
-        }
-  }
-  if (o0 >= out) return;
-  float* yd = y + static_cast<int64_t>(dsc.y_row) * out;
-#pragma unroll
-  for (int i = 0; i < kMT; ++i)
-#pragma unroll
-    for (int n = 0; n < kNT; ++n)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int r = 8 * n + 2 * t + (c & 1);
-        const int64_t o = o0 + 16 * i + g + 8 * (c >> 1);
-        if (r < rows && o < out) yd[r * out + o] = acc[i][n][c];
-      }
+  detail::gemv_tc_finish<kMT, kNT>(acc, red, S, slice, o0, rows, out,
+                                   y + static_cast<int64_t>(dsc.y_row) * out);
 }
 
 }  // namespace
