@@ -43,8 +43,9 @@ struct ModelParams {
   std::string model_dir;  // config.json, model.safetensors.index.json + shards, tokenizer.json
   int threads = 0;        // CPU reference worker threads; 0 = DSV41_THREADS, then all cores
   TensorParallelParams tp;
-  // Where the forward runs: "cpu" (the reference), "cuda" (the current GPU; world 1, release
-  // FP8/FP4 checkpoints), "" = DSV41_BACKEND. docs/architecture.md "Backends".
+  // Where the forward runs: "cpu" (the reference), "cuda" (the current GPU; world 1 only:
+  // Model::load refuses it with tp.world 2; release FP8/FP4 and EXL3 checkpoints),
+  // "" = DSV41_BACKEND. docs/architecture.md "Backends".
   std::string backend;
   // Names the offending field, e.g. "ModelParams.model_dir is empty".
   Status validate() const;

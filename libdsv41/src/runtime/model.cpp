@@ -75,6 +75,17 @@ Result<Model> Model::load(const ModelParams& params) {
     const Tunables tun = Tunables::from_environment();
     int threads = params.threads;
     if (threads == 0) threads = static_cast<int>(tun.get_int("DSV41_THREADS"));
+    std::string backend = params.backend.empty() ? tun.get_string("DSV41_BACKEND") : params.backend;
+    DSV41_CHECK(backend == "cpu" || backend == "cuda", kInvalidArgument,
+                "DSV41_BACKEND = \"{}\" must be \"cpu\" or \"cuda\"", backend);
+    // The follower rank replays rank 0's calls on the CPU Transformer (model/tp_follower.hpp)
+    // and the CUDA forward does not run a shard (CudaTransformer::upload), so the rank
+    // processes run the CPU backend. Refused before connecting (it used to fail only after the
+    // peer connected and both ranks had bound their weights), on both ranks.
+    DSV41_CHECK(backend == "cpu" || params.tp.world == 1, kUnsupported,
+                "DSV41_BACKEND = \"cuda\" with tensor parallelism (TensorParallelParams.world = "
+                "{}): the rank processes run the CPU backend for now",
+                params.tp.world);
     if (params.tp.world > 1)
       impl->comm =
           connect_tp_link(params.model_dir, params.tp, tun.get_string("DSV41_TP_IB_DEVICE"),
@@ -82,9 +93,6 @@ Result<Model> Model::load(const ModelParams& params) {
     impl->transformer = Transformer::load(params.model_dir, static_cast<size_t>(threads),
                                           impl->comm.get(), tun.get_string("DSV41_EXL3_PLAN"));
     if (impl->comm && impl->comm->rank() == 0) impl->transformer->enable_mirror();
-    std::string backend = params.backend.empty() ? tun.get_string("DSV41_BACKEND") : params.backend;
-    DSV41_CHECK(backend == "cpu" || backend == "cuda", kInvalidArgument,
-                "DSV41_BACKEND = \"{}\" must be \"cpu\" or \"cuda\"", backend);
     if (backend == "cuda") {
       const int64_t chunk = tun.get_int("DSV41_CUDA_MAX_CHUNK");
       const int64_t context = tun.get_int("DSV41_CUDA_MAX_CONTEXT");
