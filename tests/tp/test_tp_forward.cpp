@@ -259,6 +259,39 @@ TEST_CASE("tp forward: each rank binds only its shard", "[tp][model]") {
   REQUIRE(ShardPlan::make(t, 0, 2).world_hash(t) != ShardPlan::make(t, 0, 1).world_hash(t));
 }
 
+TEST_CASE("tp forward: a failed all-reduce fails the forward, naming the layer and site",
+          "[tp][model]") {
+  // Rank 1 aborts its link after both ranks loaded; rank 0's first all-reduce (layer 0,
+  // attention) must throw, not carry on with its own partial sum.
+  const std::string dir = test::fixture("golden/tiny8");
+  const uint16_t port = tp_test::free_port();
+  std::string err1;
+  std::thread t([&] {
+    try {
+      auto comm = connect_tp_tcp(tp_test::loopback_params(1, port), tp_test::test_handshake());
+      if (!comm) {
+        err1 = comm.status().to_string();
+        return;
+      }
+      std::unique_ptr<Transformer> m = Transformer::load(dir, 1, comm->get());
+      if (Status s = (*comm)->barrier(); !s.is_ok()) err1 = s.to_string();
+      (*comm)->abort("test: rank 1 stops");
+    } catch (const std::exception& e) {
+      err1 = e.what();
+    }
+  });
+  auto comm = connect_tp_tcp(tp_test::loopback_params(0, port), tp_test::test_handshake());
+  REQUIRE(comm);
+  std::unique_ptr<Transformer> m = Transformer::load(dir, 1, comm->get());
+  REQUIRE((*comm)->barrier().is_ok());
+  t.join();
+  REQUIRE(err1.empty());
+  SequenceState st = m->new_sequence();
+  const int32_t ids[3] = {1, 2, 3};
+  REQUIRE_THROWS_WITH(m->forward(st, ids), Catch::Contains("layer 0 attention all-reduce") &&
+                                               Catch::Contains("test: rank 1 stops"));
+}
+
 TEST_CASE("tp forward: a dimension smaller than the world is refused naming the key",
           "[tp][model]") {
   TextConfig t = ModelConfig::load(test::fixture("golden/tiny8")).value().text;

@@ -145,7 +145,7 @@ void Transformer::engram(int layer, int64_t T, float* H, const int64_t* hash_ids
 void Transformer::all_reduce(float* y, int64_t n, int layer, const char* site) const {
   if (comm_ == nullptr) return;
   const Status s = comm_->all_reduce_sum_f32(std::span<float>(y, static_cast<size_t>(n)));
-  if (!s.ok()) {
+  if (!s.is_ok()) {
     throw detail::Failure(s.code(),
                           fmt::format("layer {} {} all-reduce: {}", layer, site, s.message()),
                           __FILE__, __LINE__);
@@ -217,7 +217,7 @@ std::vector<float> Transformer::head(const float* H, const std::vector<float>& p
   for (int64_t t = 0; t < T; ++t) std::copy_n(&local[t * Vl], Vl, &mine[t * Vp]);
   const Status s = comm_->all_gather(std::as_bytes(std::span<const float>(mine)),
                                      std::as_writable_bytes(std::span<float>(all)));
-  if (!s.ok()) {
+  if (!s.is_ok()) {
     throw detail::Failure(s.code(), fmt::format("head all-gather: {}", s.message()), __FILE__,
                           __LINE__);
   }
