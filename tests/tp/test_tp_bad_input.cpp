@@ -6,10 +6,13 @@
 
 #include "config.hpp"
 #include "dsv41/model.hpp"
+#include "golden/model/golden_case.hpp"
 #include "model/sequence_mirror.hpp"
-#include "model/tp_follower.hpp"
 #include "model/transformer.hpp"
 #include "parallel/tp_tcp.hpp"
+#include "runtime/forward_backend.hpp"
+#include "runtime/mirrored_backend.hpp"
+#include "runtime/tp_follower.hpp"
 #include "support/fixtures.hpp"
 #include "tp_script.hpp"
 
@@ -93,7 +96,7 @@ TEST_CASE("tp bad input: a follower refuses an op it cannot apply and aborts the
         parallel::connect_tp_tcp(tp_test::loopback_params(1, port), tp_test::test_handshake());
     if (!comm) return comm.status();
     std::unique_ptr<Transformer> m = Transformer::load(dir, 1, comm->get());
-    return run_follower(*m, **comm, nullptr);
+    return run_follower(*make_cpu_backend(*m), **comm, nullptr);
   });
   auto comm =
       parallel::connect_tp_tcp(tp_test::loopback_params(0, port), tp_test::test_handshake());
@@ -112,4 +115,51 @@ TEST_CASE("tp bad input: a follower refuses an op it cannot apply and aborts the
   const Status s0 = (*comm)->barrier();
   REQUIRE(s0.code() == ErrorCode::kAborted);
   REQUIRE_THAT(s0.message(), Catch::Contains("forward of unknown sequence 42"));
+}
+
+TEST_CASE("tp bad input: rank 0's mirrored backend fails a bad forward alone and keeps the link",
+          "[tp][runtime]") {
+  // Rank 0 = the runtime's wrapping (make_mirrored_backend over the CPU backend), rank 1 =
+  // run_follower over its CPU backend. Calls that would fail (bad id, past the context, a
+  // rollback past the depth) must fail on rank 0 before the follower is told; the link then
+  // still serves a forward whose logits match one unsharded model's.
+  const std::string dir = test::fixture("golden/tiny8");
+  const uint16_t port = tp_test::free_port();
+  auto follower = std::async(std::launch::async, [&]() -> Status {
+    auto comm =
+        parallel::connect_tp_tcp(tp_test::loopback_params(1, port), tp_test::test_handshake());
+    if (!comm) return comm.status();
+    std::unique_ptr<Transformer> m = Transformer::load(dir, 1, comm->get());
+    return run_follower(*make_cpu_backend(*m), **comm, nullptr);
+  });
+  auto comm =
+      parallel::connect_tp_tcp(tp_test::loopback_params(0, port), tp_test::test_handshake());
+  REQUIRE(comm.is_ok());
+  std::unique_ptr<Transformer> m = Transformer::load(dir, 1, comm->get());
+  const int64_t V = m->config().text.vocab_size;
+  std::unique_ptr<Transformer> whole = Transformer::load(dir, 1);
+  {
+    std::unique_ptr<ForwardBackend> b = make_mirrored_backend(make_cpu_backend(*m), **comm, V);
+    std::unique_ptr<BackendSequence> seq = b->new_sequence(StateOptions{.max_context = 8});
+    const std::vector<int32_t> bad{1, static_cast<int32_t>(V)};
+    REQUIRE_THROWS_WITH(b->forward(*seq, bad, true),
+                        "forward: token id 600 at position 1 (ids[1]) is outside the vocabulary "
+                        "of 600");
+    const std::vector<int32_t> nine(9, 3);
+    REQUIRE_THROWS_WITH(b->forward(*seq, nine, true),
+                        "forward: positions up to 9 exceed the maximum context of 8 tokens");
+    REQUIRE_THROWS(seq->rollback(1));  // nothing to undo: local error, nothing sent
+    const std::vector<int32_t> ids{5, 6, 7};
+    const std::vector<float> got = b->forward(*seq, ids, true);
+    std::unique_ptr<BackendSequence> fork = seq->clone(8);  // mirrored fork
+    const std::vector<float> got2 = b->forward(*fork, std::vector<int32_t>{8}, false);
+    SequenceState st = whole->new_sequence();
+    const std::vector<float> want = whole->forward(st, ids);
+    const std::vector<float> want2 = whole->forward(st, std::vector<int32_t>{8});
+    REQUIRE(got.size() == want.size());
+    REQUIRE(test::max_abs_diff(got.data(), want.data(), want.size()) <= 2e-3);
+    REQUIRE(got2.size() == static_cast<size_t>(V));
+    REQUIRE(test::max_abs_diff(got2.data(), want2.data(), got2.size()) <= 2e-3);
+  }  // the mirrored backend's destruction tells the follower to stop
+  REQUIRE(follower.get().is_ok());
 }

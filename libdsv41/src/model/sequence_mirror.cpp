@@ -7,45 +7,9 @@
 
 namespace dsv41 {
 
-MirrorHandle::MirrorHandle(const MirrorHandle& other) : mirror(other.mirror) {
-  if (mirror != nullptr) id = mirror->fork(other.id);
-}
-
-MirrorHandle& MirrorHandle::operator=(const MirrorHandle& other) {
-  if (this == &other) return *this;
-  release();
-  mirror = other.mirror;
-  id = mirror != nullptr ? mirror->fork(other.id) : 0;
-  return *this;
-}
-
-MirrorHandle::MirrorHandle(MirrorHandle&& other) noexcept : mirror(other.mirror), id(other.id) {
-  other.mirror = nullptr;
-  other.id = 0;
-}
-
-MirrorHandle& MirrorHandle::operator=(MirrorHandle&& other) noexcept {
-  if (this == &other) return *this;
-  release();
-  mirror = other.mirror;
-  id = other.id;
-  other.mirror = nullptr;
-  other.id = 0;
-  return *this;
-}
-
-MirrorHandle::~MirrorHandle() { release(); }
-
-void MirrorHandle::release() noexcept {
-  if (mirror != nullptr) mirror->release(id);
-  mirror = nullptr;
-  id = 0;
-}
-
 SequenceMirror::~SequenceMirror() { stop(); }
 
-void SequenceMirror::send(const MirrorHeader& h, std::span<const int32_t> ids,
-                          std::span<const uint8_t> flags) {
+void SequenceMirror::send(const MirrorHeader& h, std::span<const int32_t> ids) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   DSV41_CHECK(!stopped_, kAborted, "TP follower already stopped");
   MirrorHeader copy = h;
@@ -54,32 +18,25 @@ void SequenceMirror::send(const MirrorHeader& h, std::span<const int32_t> ids,
     std::vector<int32_t> buf(ids.begin(), ids.end());
     s = comm_.broadcast(std::as_writable_bytes(std::span(buf)), 0);
   }
-  if (s.is_ok() && !flags.empty()) {
-    std::vector<uint8_t> buf(flags.begin(), flags.end());
-    s = comm_.broadcast(std::as_writable_bytes(std::span(buf)), 0);
-  }
   if (!s.is_ok())
     throw detail::Failure(s.code(), "TP follower update: " + s.message(), __FILE__, __LINE__);
 }
 
-MirrorHandle SequenceMirror::open(int max_rollback, int64_t max_context) {
+uint64_t SequenceMirror::open(int max_rollback, int64_t max_context) {
   uint64_t id;
   {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     id = next_id_++;
   }
   send({MirrorOp::kNew, 0, id, max_rollback, 0, max_context});
-  MirrorHandle h;
-  h.mirror = this;
-  h.id = id;
-  return h;
+  return id;
 }
 
 void SequenceMirror::forward(uint64_t id, int64_t pos0, std::span<const int32_t> ids,
-                             std::span<const uint8_t> image_flags) {
+                             bool last_row) {
   MirrorHeader h{MirrorOp::kForward, static_cast<uint32_t>(ids.size()), id, 0, pos0, 0};
-  h.has_flags = image_flags.empty() ? 0 : 1;
-  send(h, ids, image_flags);
+  h.last_row = last_row ? 1 : 0;
+  send(h, ids);
 }
 
 void SequenceMirror::rollback(uint64_t id, int64_t n) { send({MirrorOp::kRollback, 0, id, n}); }
@@ -93,13 +50,13 @@ void SequenceMirror::reset(uint64_t id) noexcept {
   }
 }
 
-uint64_t SequenceMirror::fork(uint64_t from) {
+uint64_t SequenceMirror::fork(uint64_t from, int64_t max_context) {
   uint64_t id;
   {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     id = next_id_++;
   }
-  send({MirrorOp::kFork, 0, id, static_cast<int64_t>(from)});
+  send({MirrorOp::kFork, 0, id, static_cast<int64_t>(from), 0, max_context});
   return id;
 }
 

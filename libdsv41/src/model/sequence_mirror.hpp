@@ -1,12 +1,11 @@
 // SequenceMirror: rank 0 of a tensor-parallel pair tells the follower rank every change of every
 // sequence's state, in order, over the TpComm (docs/tp.md "Rank processes"). The follower
-// (tp_follower.hpp) applies the same changes to its own SequenceStates, so both ranks enter each
-// forward() with the same state and issue the same collectives. Ops: new, fork (a copy of a
-// state), release (destruction), reset, rollback, forward (tokens, image flags), stop.
-//
-// A SequenceState carries a MirrorHandle; its copy constructor forks, its destructor releases,
-// so the engine's copies into and out of the prefix cache are mirrored without the engine
-// knowing. Every op is one broadcast of a 48-byte header from rank 0 (+ one of the token ids).
+// (runtime/tp_follower.hpp) applies the same changes to its own sequences of the same forward
+// backend, so both ranks enter each forward with the same state and issue the same collectives.
+// Ops: new, fork (a copy of a state), release (destruction), reset, rollback, forward (tokens,
+// logit rows), stop. The sender side is runtime/mirrored_backend.hpp (rank 0's ForwardBackend
+// decorator). Every op is one broadcast of a 48-byte header from rank 0 (+ one of the token
+// ids).
 #pragma once
 
 #include <cstdint>
@@ -21,24 +20,6 @@ namespace parallel {
 class TpComm;
 }
 
-class SequenceMirror;
-
-// The follower-side identity of one SequenceState (empty unless rank 0 of a mirrored model).
-struct MirrorHandle {
-  SequenceMirror* mirror = nullptr;
-  uint64_t id = 0;
-
-  MirrorHandle() = default;
-  MirrorHandle(const MirrorHandle& other);  // fork: the copy gets its own follower state
-  MirrorHandle& operator=(const MirrorHandle& other);
-  MirrorHandle(MirrorHandle&& other) noexcept;
-  MirrorHandle& operator=(MirrorHandle&& other) noexcept;
-  ~MirrorHandle();  // release (errors are swallowed: the link is then poisoned anyway)
-
- private:
-  void release() noexcept;
-};
-
 // Wire header of one op (little endian, 48 bytes).
 enum class MirrorOp : uint32_t { kNew = 1, kFork, kRelease, kReset, kRollback, kForward, kStop };
 struct MirrorHeader {
@@ -47,8 +28,8 @@ struct MirrorHeader {
   uint64_t id = 0;          // the sequence
   int64_t arg = 0;          // kFork: source id; kRollback: n; kNew: max_rollback
   int64_t pos0 = 0;         // kForward: the state's position before the call (checked)
-  int64_t max_context = 0;  // kNew
-  uint32_t has_flags = 0;
+  int64_t max_context = 0;  // kNew; kFork: the copy's (0: the source's)
+  uint32_t last_row = 0;    // kForward: 1 = rank 0 wants the last row's logits only
   uint32_t pad = 0;
 };
 static_assert(sizeof(MirrorHeader) == 48);
@@ -58,24 +39,23 @@ class SequenceMirror {
   explicit SequenceMirror(parallel::TpComm& comm) : comm_(comm) {}
   ~SequenceMirror();  // sends kStop
 
-  // Throw detail::Failure with the TpComm's Status (naming the op) when the link fails.
-  MirrorHandle open(int max_rollback, int64_t max_context);
-  void forward(uint64_t id, int64_t pos0, std::span<const int32_t> ids,
-               std::span<const uint8_t> image_flags);
+  // Throw detail::Failure with the TpComm's Status (naming the op) when the link fails. open()
+  // and fork() return the new sequence's id.
+  uint64_t open(int max_rollback, int64_t max_context);
+  void forward(uint64_t id, int64_t pos0, std::span<const int32_t> ids, bool last_row);
   void rollback(uint64_t id, int64_t n);
   void reset(uint64_t id) noexcept;
-  uint64_t fork(uint64_t from);
+  uint64_t fork(uint64_t from, int64_t max_context);
   void release(uint64_t id) noexcept;
   // Tells the follower to return from run_follower (once; later ops fail). Never throws.
   void stop() noexcept;
-  // Held by Transformer::forward for the whole call (its op + every collective of the pass),
+  // Held by the mirrored forward for the whole call (its op + every collective of the pass),
   // so ops of other threads (a Session destroyed elsewhere, a fork) never fall between a
   // forward's op and its all-reduces: the follower sees the same order as the wire.
   std::unique_lock<std::recursive_mutex> hold() { return std::unique_lock(mu_); }
 
  private:
-  void send(const MirrorHeader& h, std::span<const int32_t> ids = {},
-            std::span<const uint8_t> flags = {});
+  void send(const MirrorHeader& h, std::span<const int32_t> ids = {});
 
   parallel::TpComm& comm_;
   std::recursive_mutex mu_;  // one op (header + payload) at a time; see hold()

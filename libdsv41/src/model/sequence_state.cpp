@@ -16,7 +16,6 @@ void SequenceState::reset() {
   tokens.clear();
   image_flags.clear();
   pos = 0;
-  if (mirror.mirror != nullptr) mirror.mirror->reset(mirror.id);
 }
 
 void SequenceState::rollback(int64_t n) {
@@ -24,7 +23,6 @@ void SequenceState::rollback(int64_t n) {
   pos -= n;
   tokens.resize(static_cast<size_t>(pos));
   image_flags.resize(static_cast<size_t>(pos));
-  if (mirror.mirror != nullptr) mirror.mirror->rollback(mirror.id, n);
 }
 
 }  // namespace dsv41

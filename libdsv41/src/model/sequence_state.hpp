@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "model/attention/attention_state.hpp"
-#include "model/sequence_mirror.hpp"
 
 namespace dsv41 {
 
@@ -19,15 +18,12 @@ struct SequenceState {
   std::vector<int32_t> tokens;       // [pos]: every token fed so far
   std::vector<uint8_t> image_flags;  // [pos]: 1 = image-span position (Engram DEAD, bias_vl)
   int64_t pos = 0;                   // absolute position of the next token
-  // Rank 0 of a mirrored TP model (Transformer::enable_mirror): this state's follower-side twin.
-  // Last member: a copy forks the twin only after the state itself was copied.
-  MirrorHandle mirror;
 
   // cfg must be validated; opts.pool shares a KV byte budget (null = private, unbounded).
   void init(const ModelConfig& cfg, StateOptions opts = {});
   void reset();
   // Undoes the last n positions (attention state, token history): see
-  // AttentionSequenceState::rollback. reset() and rollback() are mirrored to the follower.
+  // AttentionSequenceState::rollback.
   void rollback(int64_t n);
 };
 

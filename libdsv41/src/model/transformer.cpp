@@ -112,17 +112,8 @@ std::unique_ptr<Transformer> Transformer::load(const std::string& dir, size_t th
 
 SequenceState Transformer::new_sequence(StateOptions opts) const {
   SequenceState st;
-  const int max_rollback = opts.max_rollback;
-  const int64_t max_context = opts.max_context;
   st.init(cfg_, std::move(opts));
-  if (mirror_) st.mirror = mirror_->open(max_rollback, max_context);
   return st;
-}
-
-void Transformer::enable_mirror() {
-  DSV41_CHECK(comm_ != nullptr && comm_->rank() == 0, kInvalidArgument,
-              "enable_mirror: only rank 0 of a tensor-parallel model drives a follower");
-  if (!mirror_) mirror_ = std::make_unique<SequenceMirror>(*comm_);
 }
 
 std::vector<int64_t> Transformer::engram_ids(const SequenceState& st, int64_t t0,
@@ -240,12 +231,7 @@ std::vector<float> Transformer::forward(SequenceState& st, std::span<const int32
               "forward: positions up to {} exceed max_position_embeddings {}", st.pos + T,
               cfg_.text.max_position_embeddings);
   const int64_t pos0 = st.pos;
-  DSV41_CHECK(!mirror_ || st.mirror.mirror == mirror_.get(), kInvalidArgument,
-              "forward: this TP model drives a follower; use a state from its new_sequence()");
-  std::unique_lock<std::recursive_mutex> step;
-  if (mirror_) step = mirror_->hold();  // the op and this pass's collectives, uninterrupted
   st.attn.reserve_positions(pos0 + T);  // pool pages first: an error leaves the state unchanged
-  if (mirror_) mirror_->forward(st.mirror.id, pos0, ids, image_flags);
   // §3: every stream starts as the token embedding.
   std::vector<float> H(T * hc * D);
   for (int64_t t = 0; t < T; ++t) {

@@ -22,7 +22,6 @@
 #include "model/mhc.hpp"
 #include "model/model_weights.hpp"
 #include "model/moe.hpp"
-#include "model/sequence_mirror.hpp"
 #include "model/sequence_state.hpp"
 #include "model/shard_plan.hpp"
 
@@ -77,12 +76,9 @@ class Transformer {
   int64_t dim() const { return shape_.dim; }
 
   // opts.pool: the KV byte budget shared with other sequences (null = private, unbounded).
-  // Mirrored (enable_mirror): the follower creates the twin state.
+  // Under tensor parallelism both ranks must call forward() in lockstep: the runtime's rank 0
+  // mirrors its backend calls to the follower (runtime/mirrored_backend.hpp).
   SequenceState new_sequence(StateOptions opts = {}) const;
-  // Rank 0 of a TP pair whose follower runs run_follower (tp_follower.hpp): from now on every
-  // SequenceState made by new_sequence() mirrors its changes to the follower, and forward()
-  // requires such a state. Without it both ranks must call forward() themselves in lockstep.
-  void enable_mirror();
   // Routed experts through `p` (must outlive the model); nullptr restores the
   // load-time default (checkpoint or EXL3 banks).
   void set_expert_provider(const ExpertProvider* p) { experts_ = p ? p : default_experts_.get(); }
@@ -126,8 +122,7 @@ class Transformer {
   std::unique_ptr<exl3::ExpertBank> bank_;
   std::unique_ptr<exl3::ExpertStore> store_;  // bank + native FP4, per projection
   std::unique_ptr<ExpertProvider> default_experts_;
-  parallel::TpComm* comm_ = nullptr;        // null or world 1: no collectives
-  std::unique_ptr<SequenceMirror> mirror_;  // rank 0 with a follower
+  parallel::TpComm* comm_ = nullptr;  // null or world 1: no collectives
   const ExpertProvider* experts_ = nullptr;
   HcShape shape_;
   MoeShape moe_;

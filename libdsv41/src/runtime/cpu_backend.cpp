@@ -28,10 +28,11 @@ class CpuSequence final : public BackendSequence {
     DSV41_CHECK(max_context >= s_.pos, kInvalidArgument,
                 "sequence clone: max_context = {} is below the {} positions it must hold",
                 max_context, s_.pos);
-    auto c = std::make_unique<CpuSequence>(s_);  // pages are copied (and the TP mirror forked)
+    auto c = std::make_unique<CpuSequence>(s_);  // pages are copied
     c->s_.attn.options.max_context = max_context;
     return c;
   }
+  void reserve(int64_t end_pos) override { s_.attn.reserve_positions(end_pos); }
   SequenceState& state() { return s_; }
 
  private:

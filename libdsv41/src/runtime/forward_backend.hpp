@@ -34,6 +34,10 @@ class BackendSequence {
   virtual void rollback(int64_t n) = 0;
   // A copy of the same positions able to grow to max_context (>= pos()).
   virtual std::unique_ptr<BackendSequence> clone(int64_t max_context) const = 0;
+  // Takes the memory a forward up to end_pos needs (CPU: KV pool pages), so that forward cannot
+  // fail for memory; an error (kResourceExhausted, kContextOverflow) leaves the state unchanged.
+  // The TP mirror calls it before telling the follower. Preallocated states: nothing to take.
+  virtual void reserve(int64_t end_pos) { (void)end_pos; }
 };
 
 class ForwardBackend {

@@ -6,8 +6,9 @@
 
 #include "core/check.hpp"
 #include "core/tunables.hpp"
-#include "model/tp_follower.hpp"
+#include "runtime/mirrored_backend.hpp"
 #include "runtime/model_impl.hpp"
+#include "runtime/tp_follower.hpp"
 #include "runtime/tp_link.hpp"
 
 namespace dsv41 {
@@ -78,10 +79,9 @@ Result<Model> Model::load(const ModelParams& params) {
     std::string backend = params.backend.empty() ? tun.get_string("DSV41_BACKEND") : params.backend;
     DSV41_CHECK(backend == "cpu" || backend == "cuda", kInvalidArgument,
                 "DSV41_BACKEND = \"{}\" must be \"cpu\" or \"cuda\"", backend);
-    // The follower rank replays rank 0's calls on the CPU Transformer (model/tp_follower.hpp)
-    // and the CUDA forward does not run a shard (CudaTransformer::upload), so the rank
-    // processes run the CPU backend. Refused before connecting (it used to fail only after the
-    // peer connected and both ranks had bound their weights), on both ranks.
+    // The CUDA forward does not run a shard yet (CudaTransformer::upload), so the rank processes
+    // run the CPU backend. Refused before connecting (it used to fail only after the peer
+    // connected and both ranks had bound their weights), on both ranks.
     DSV41_CHECK(backend == "cpu" || params.tp.world == 1, kUnsupported,
                 "DSV41_BACKEND = \"cuda\" with tensor parallelism (TensorParallelParams.world = "
                 "{}): the rank processes run the CPU backend for now",
@@ -92,7 +92,6 @@ Result<Model> Model::load(const ModelParams& params) {
                           static_cast<int>(tun.get_int("DSV41_TP_IB_GID_INDEX")));
     impl->transformer = Transformer::load(params.model_dir, static_cast<size_t>(threads),
                                           impl->comm.get(), tun.get_string("DSV41_EXL3_PLAN"));
-    if (impl->comm && impl->comm->rank() == 0) impl->transformer->enable_mirror();
     if (backend == "cuda") {
       const int64_t chunk = tun.get_int("DSV41_CUDA_MAX_CHUNK");
       const int64_t context = tun.get_int("DSV41_CUDA_MAX_CONTEXT");
@@ -115,6 +114,11 @@ Result<Model> Model::load(const ModelParams& params) {
     } else {
       impl->backend = make_cpu_backend(*impl->transformer);
     }
+    // Rank 0 tells the follower every sequence operation (runtime/mirrored_backend.hpp); the
+    // follower runs them on its own backend in run_tp_follower.
+    if (impl->comm && impl->comm->rank() == 0)
+      impl->backend = make_mirrored_backend(std::move(impl->backend), *impl->comm,
+                                            impl->transformer->config().text.vocab_size);
     const std::string tok = params.model_dir + "/tokenizer.json";
     if (file_exists(tok)) impl->tokenizer = Tokenizer::load(tok);
     impl->info = describe(*impl->transformer, *impl->backend, params.model_dir);
@@ -141,7 +145,7 @@ Status Model::run_tp_follower(const std::atomic<bool>* stop) const {
     return Status(ErrorCode::kInvalidArgument,
                   "run_tp_follower: this model is not a follower rank (TensorParallelParams.rank "
                   "must be >= 1 with world 2)");
-  return run_follower(*impl_->transformer, *impl_->comm, stop);
+  return run_follower(*impl_->backend, *impl_->comm, stop);
 }
 
 Result<std::vector<int32_t>> Model::tokenize(std::string_view text, bool parse_special) const {

@@ -1,5 +1,6 @@
 // The follower rank's loop (docs/tp.md "Rank processes"): receives rank 0's SequenceMirror ops
-// and applies them to its own sequences, running the same forward() calls (whose all-reduces and
+// (model/sequence_mirror.hpp, sent by runtime/mirrored_backend.hpp) and applies them to its own
+// sequences of its own forward backend, running the same forward calls (whose all-reduces and
 // all-gathers pair with rank 0's). Rank 0 samples; the follower's logits are discarded.
 #pragma once
 
@@ -9,16 +10,17 @@
 
 namespace dsv41 {
 
-class Transformer;
+class ForwardBackend;
 namespace parallel {
 class TpComm;
 }
 
 // Returns Ok when rank 0 sends kStop, kCancelled when *stop is set, or the link's error (rank 0
 // died / stalled: the TpComm's kAborted / kTimeout). An op the follower cannot apply (unknown
-// sequence, position mismatch, a forward() failure) aborts the link with that reason, so rank 0
-// fails at once instead of waiting for a collective, and returns it.
-Status run_follower(const Transformer& model, parallel::TpComm& comm,
+// sequence, position mismatch, a forward failure) aborts the link with that reason, so rank 0
+// fails at once instead of waiting for a collective, and returns it. backend must be the same
+// kind as rank 0's (the collectives of a forward depend on it).
+Status run_follower(const ForwardBackend& backend, parallel::TpComm& comm,
                     const std::atomic<bool>* stop);
 
 }  // namespace dsv41

@@ -1,12 +1,13 @@
-#include "model/tp_follower.hpp"
+#include "runtime/tp_follower.hpp"
 
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "core/check.hpp"
 #include "model/sequence_mirror.hpp"
-#include "model/transformer.hpp"
 #include "parallel/tp_comm.hpp"
+#include "runtime/forward_backend.hpp"
 
 namespace dsv41 {
 namespace {
@@ -15,10 +16,12 @@ namespace {
 // heartbeat, not this timeout, detects a dead or stalled rank 0.
 constexpr std::chrono::hours kIdleWait{24 * 365};
 
-SequenceState& find(std::map<uint64_t, SequenceState>& seqs, uint64_t id, const char* op) {
+using Sequences = std::map<uint64_t, std::unique_ptr<BackendSequence>>;
+
+BackendSequence& find(Sequences& seqs, uint64_t id, const char* op) {
   auto it = seqs.find(id);
   DSV41_CHECK(it != seqs.end(), kInternal, "TP follower: {} of unknown sequence {}", op, id);
-  return it->second;
+  return *it->second;
 }
 
 template <typename T>
@@ -29,9 +32,9 @@ void recv(parallel::TpComm& comm, std::vector<T>& buf) {
 
 }  // namespace
 
-Status run_follower(const Transformer& model, parallel::TpComm& comm,
+Status run_follower(const ForwardBackend& backend, parallel::TpComm& comm,
                     const std::atomic<bool>* stop) {
-  std::map<uint64_t, SequenceState> seqs;
+  Sequences seqs;
   for (;;) {
     MirrorHeader h;
     Status s =
@@ -50,14 +53,14 @@ Status run_follower(const Transformer& model, parallel::TpComm& comm,
         case MirrorOp::kNew: {
           DSV41_CHECK(!seqs.count(h.id), kInternal, "TP follower: sequence {} exists", h.id);
           seqs.emplace(h.id,
-                       model.new_sequence(StateOptions{.max_rollback = static_cast<int>(h.arg),
-                                                       .max_context = h.max_context}));
+                       backend.new_sequence(StateOptions{.max_rollback = static_cast<int>(h.arg),
+                                                         .max_context = h.max_context}));
           break;
         }
         case MirrorOp::kFork: {
-          const SequenceState& from = find(seqs, static_cast<uint64_t>(h.arg), "fork");
-          SequenceState copy = from;
-          seqs.insert_or_assign(h.id, std::move(copy));
+          const BackendSequence& from = find(seqs, static_cast<uint64_t>(h.arg), "fork");
+          seqs.insert_or_assign(h.id,
+                                from.clone(h.max_context > 0 ? h.max_context : from.max_context()));
           break;
         }
         case MirrorOp::kRelease:
@@ -71,14 +74,12 @@ Status run_follower(const Transformer& model, parallel::TpComm& comm,
           break;
         case MirrorOp::kForward: {
           std::vector<int32_t> ids(h.n_tokens);
-          std::vector<uint8_t> flags(h.has_flags ? h.n_tokens : 0);
           recv(comm, ids);
-          if (h.has_flags) recv(comm, flags);
-          SequenceState& st = find(seqs, h.id, "forward");
-          DSV41_CHECK(st.pos == h.pos0, kInternal,
+          BackendSequence& st = find(seqs, h.id, "forward");
+          DSV41_CHECK(st.pos() == h.pos0, kInternal,
                       "TP follower: sequence {} is at position {}, rank 0 forwards from {}", h.id,
-                      st.pos, h.pos0);
-          (void)model.forward(st, ids, flags);
+                      st.pos(), h.pos0);
+          (void)backend.forward(st, ids, h.last_row == 0);
           break;
         }
         default:

@@ -1,0 +1,108 @@
+#include "runtime/mirrored_backend.hpp"
+
+#include <algorithm>
+
+#include "core/check.hpp"
+#include "model/sequence_mirror.hpp"
+
+namespace dsv41 {
+namespace {
+
+class MirroredSequence final : public BackendSequence {
+ public:
+  MirroredSequence(std::unique_ptr<BackendSequence> inner, SequenceMirror& mirror, uint64_t id)
+      : inner_(std::move(inner)), mirror_(&mirror), id_(id) {}
+  ~MirroredSequence() override { mirror_->release(id_); }
+  MirroredSequence(const MirroredSequence&) = delete;
+  MirroredSequence& operator=(const MirroredSequence&) = delete;
+
+  int64_t pos() const override { return inner_->pos(); }
+  const std::vector<int32_t>& tokens() const override { return inner_->tokens(); }
+  int64_t max_context() const override { return inner_->max_context(); }
+  bool preallocated() const override { return inner_->preallocated(); }
+  void reset() override {
+    inner_->reset();
+    mirror_->reset(id_);
+  }
+  // Local first: a rollback past the depth throws and leaves both ranks unchanged.
+  void rollback(int64_t n) override {
+    inner_->rollback(n);
+    mirror_->rollback(id_, n);
+  }
+  // The copy first (it may fail for memory), then the follower's.
+  std::unique_ptr<BackendSequence> clone(int64_t max_context) const override {
+    std::unique_ptr<BackendSequence> c = inner_->clone(max_context);
+    const uint64_t id = mirror_->fork(id_, max_context);
+    return std::make_unique<MirroredSequence>(std::move(c), *mirror_, id);
+  }
+  void reserve(int64_t end_pos) override { inner_->reserve(end_pos); }
+
+  BackendSequence& inner() { return *inner_; }
+  uint64_t id() const { return id_; }
+
+ private:
+  std::unique_ptr<BackendSequence> inner_;
+  SequenceMirror* mirror_;
+  uint64_t id_;
+};
+
+class MirroredBackend final : public ForwardBackend {
+ public:
+  MirroredBackend(std::unique_ptr<ForwardBackend> inner, parallel::TpComm& comm, int64_t vocab)
+      : inner_(std::move(inner)), mirror_(comm), vocab_(vocab) {}
+
+  const char* name() const override { return inner_->name(); }
+  int64_t max_context() const override { return inner_->max_context(); }
+  std::unique_ptr<BackendSequence> new_sequence(const StateOptions& opts) const override {
+    std::unique_ptr<BackendSequence> s = inner_->new_sequence(opts);
+    const uint64_t id = mirror_.open(opts.max_rollback, s->max_context());
+    return std::make_unique<MirroredSequence>(std::move(s), mirror_, id);
+  }
+  std::vector<float> forward(BackendSequence& seq, std::span<const int32_t> ids,
+                             bool all_rows) const override {
+    auto& m = static_cast<MirroredSequence&>(seq);
+    auto step = begin(m, ids, !all_rows);
+    return inner_->forward(m.inner(), ids, all_rows);
+  }
+  bool samples_on_device() const override { return inner_->samples_on_device(); }
+  sampling::DeviceSampleOutcome forward_sample(BackendSequence& seq, std::span<const int32_t> ids,
+                                               const sampling::SamplePlan& plan) const override {
+    auto& m = static_cast<MirroredSequence&>(seq);
+    auto step = begin(m, ids, true);  // the follower runs a last-row forward
+    return inner_->forward_sample(m.inner(), ids, plan);
+  }
+
+ private:
+  // Checks what would make the call fail before its collectives, takes the memory, then tells
+  // the follower; the returned lock holds the mirror until the caller's pass is done.
+  std::unique_lock<std::recursive_mutex> begin(MirroredSequence& m, std::span<const int32_t> ids,
+                                               bool last_row) const {
+    const int64_t T = static_cast<int64_t>(ids.size()), pos0 = m.pos();
+    DSV41_CHECK(T > 0, kInvalidArgument, "forward: no tokens");
+    for (int64_t i = 0; i < T; ++i)
+      DSV41_CHECK(ids[i] >= 0 && ids[i] < vocab_, kInvalidArgument,
+                  "forward: token id {} at position {} (ids[{}]) is outside the vocabulary of {}",
+                  ids[i], pos0 + i, i, vocab_);
+    const int64_t limit = std::min(m.max_context(), inner_->max_context());
+    DSV41_CHECK(pos0 + T <= limit, kContextOverflow,
+                "forward: positions up to {} exceed the maximum context of {} tokens", pos0 + T,
+                limit);
+    std::unique_lock<std::recursive_mutex> step = mirror_.hold();
+    m.inner().reserve(pos0 + T);
+    mirror_.forward(m.id(), pos0, ids, last_row);
+    return step;
+  }
+
+  std::unique_ptr<ForwardBackend> inner_;
+  mutable SequenceMirror mirror_;
+  int64_t vocab_;
+};
+
+}  // namespace
+
+std::unique_ptr<ForwardBackend> make_mirrored_backend(std::unique_ptr<ForwardBackend> inner,
+                                                      parallel::TpComm& comm, int64_t vocab_size) {
+  return std::make_unique<MirroredBackend>(std::move(inner), comm, vocab_size);
+}
+
+}  // namespace dsv41
