@@ -5,8 +5,11 @@
 #include <future>
 
 #include "config.hpp"
+#include "core/check.hpp"
 #include "dsv41/model.hpp"
 #include "golden/model/golden_case.hpp"
+#include "kv/page_pool.hpp"
+#include "model/moe.hpp"
 #include "model/sequence_mirror.hpp"
 #include "model/transformer.hpp"
 #include "parallel/tp_tcp.hpp"
@@ -149,17 +152,87 @@ TEST_CASE("tp bad input: rank 0's mirrored backend fails a bad forward alone and
     REQUIRE_THROWS_WITH(b->forward(*seq, nine, true),
                         "forward: positions up to 9 exceed the maximum context of 8 tokens");
     REQUIRE_THROWS(seq->rollback(1));  // nothing to undo: local error, nothing sent
+    REQUIRE_THROWS_WITH(b->forward_sample(*seq, bad, sampling::SamplePlan{}),
+                        "the cpu backend does not sample on a device");
+    // The KV budget runs out on rank 0 (the follower's pool is private): refused before the
+    // follower is told. Budget = what 3 tokens take; 70 tokens need more compressed pages.
     const std::vector<int32_t> ids{5, 6, 7};
-    const std::vector<float> got = b->forward(*seq, ids, true);
-    std::unique_ptr<BackendSequence> fork = seq->clone(8);  // mirrored fork
-    const std::vector<float> got2 = b->forward(*fork, std::vector<int32_t>{8}, false);
+    uint64_t need = 0;
+    {
+      auto probe = make_kv_pool(m->config(), kv::PagePool::kUnbounded);
+      SequenceState p = whole->new_sequence(StateOptions{.pool = probe});
+      (void)whole->forward(p, ids);
+      need = probe->stats().used_bytes;
+    }
+    std::unique_ptr<BackendSequence> tight =
+        b->new_sequence(StateOptions{.pool = make_kv_pool(m->config(), need)});
+    const std::vector<int32_t> seventy(70, 4);
+    try {
+      (void)b->forward(*tight, seventy, true);
+      FAIL("a forward past the KV budget succeeded");
+    } catch (const detail::Failure& e) {
+      REQUIRE(e.code() == ErrorCode::kOutOfMemory);
+    }
+    REQUIRE(tight->pos() == 0);
+    const std::vector<float> got = b->forward(*tight, ids, true);
+    // A fork with more room than its source (the follower's twin must get it too: positions
+    // past 8 follow).
+    (void)b->forward(*seq, ids, true);
+    std::unique_ptr<BackendSequence> wide = seq->clone(16);
+    const std::vector<int32_t> more{8, 9, 10, 11, 12, 13, 14};  // positions 3..9 > 8
+    const std::vector<float> got2 = b->forward(*wide, more, false);
     SequenceState st = whole->new_sequence();
     const std::vector<float> want = whole->forward(st, ids);
-    const std::vector<float> want2 = whole->forward(st, std::vector<int32_t>{8});
+    const std::vector<float> want2 = whole->forward(st, more);
     REQUIRE(got.size() == want.size());
     REQUIRE(test::max_abs_diff(got.data(), want.data(), want.size()) <= 2e-3);
     REQUIRE(got2.size() == static_cast<size_t>(V));
-    REQUIRE(test::max_abs_diff(got2.data(), want2.data(), got2.size()) <= 2e-3);
+    REQUIRE(test::max_abs_diff(got2.data(), want2.data() + (more.size() - 1) * V, got2.size()) <=
+            2e-3);
   }  // the mirrored backend's destruction tells the follower to stop
   REQUIRE(follower.get().is_ok());
+}
+
+namespace {
+
+// Routed experts that fail (rank 0 only): a forward fails after the follower started it.
+struct FailingExperts final : ExpertProvider {
+  void forward(int, int, const float*, int64_t, const float*, float*, ThreadPool*) const override {
+    throw detail::Failure(ErrorCode::kInternal, "test: expert failure", __FILE__, __LINE__);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("tp bad input: rank 0 failing a forward mid-pass aborts the link with the reason",
+          "[tp][runtime]") {
+  const std::string dir = test::fixture("golden/tiny8");
+  const uint16_t port = tp_test::free_port();
+  auto follower = std::async(std::launch::async, [&]() -> Status {
+    auto comm =
+        parallel::connect_tp_tcp(tp_test::loopback_params(1, port), tp_test::test_handshake());
+    if (!comm) return comm.status();
+    std::unique_ptr<Transformer> m = Transformer::load(dir, 1, comm->get());
+    return run_follower(*make_cpu_backend(*m), **comm, nullptr);
+  });
+  auto comm =
+      parallel::connect_tp_tcp(tp_test::loopback_params(0, port), tp_test::test_handshake());
+  REQUIRE(comm.is_ok());
+  std::unique_ptr<Transformer> m = Transformer::load(dir, 1, comm->get());
+  FailingExperts failing;
+  m->set_expert_provider(&failing);
+  std::unique_ptr<ForwardBackend> b =
+      make_mirrored_backend(make_cpu_backend(*m), **comm, m->config().text.vocab_size);
+  std::unique_ptr<BackendSequence> seq = b->new_sequence(StateOptions{});
+  REQUIRE_THROWS_WITH(b->forward(*seq, std::vector<int32_t>{5, 6}, true),
+                      Catch::Contains("test: expert failure"));
+  // The follower ends at once with the reason instead of waiting for a collective.
+  const Status fs = follower.get();
+  INFO(fs.to_string());
+  REQUIRE(fs.code() == ErrorCode::kAborted);
+  REQUIRE_THAT(fs.message(), Catch::Contains("TP rank 0 failed a forward after the follower "
+                                             "started it") &&
+                                 Catch::Contains("test: expert failure"));
+  seq.reset();
+  b.reset();  // release / stop on a dead link: swallowed
 }

@@ -67,6 +67,8 @@ void SequenceMirror::release(uint64_t id) noexcept {
   }
 }
 
+void SequenceMirror::abort(const std::string& reason) noexcept { comm_.abort(reason); }
+
 void SequenceMirror::stop() noexcept {
   try {
     send({MirrorOp::kStop});

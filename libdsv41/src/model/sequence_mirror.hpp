@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <mutex>
 #include <span>
+#include <string>
 
 #include "dsv41/status.hpp"
 
@@ -24,7 +25,7 @@ class TpComm;
 enum class MirrorOp : uint32_t { kNew = 1, kFork, kRelease, kReset, kRollback, kForward, kStop };
 struct MirrorHeader {
   MirrorOp op = MirrorOp::kStop;
-  uint32_t n_tokens = 0;    // kForward: ids that follow (+ as many flag bytes if has_flags)
+  uint32_t n_tokens = 0;    // kForward: ids that follow
   uint64_t id = 0;          // the sequence
   int64_t arg = 0;          // kFork: source id; kRollback: n; kNew: max_rollback
   int64_t pos0 = 0;         // kForward: the state's position before the call (checked)
@@ -49,6 +50,9 @@ class SequenceMirror {
   void release(uint64_t id) noexcept;
   // Tells the follower to return from run_follower (once; later ops fail). Never throws.
   void stop() noexcept;
+  // Aborts the link with `reason` (TpComm::abort): rank 0 failed after the follower was told,
+  // so the two ranks' states and collectives can no longer pair.
+  void abort(const std::string& reason) noexcept;
   // Held by the mirrored forward for the whole call (its op + every collective of the pass),
   // so ops of other threads (a Session destroyed elsewhere, a fork) never fall between a
   // forward's op and its all-reduces: the follower sees the same order as the wire.

@@ -35,7 +35,7 @@ class BackendSequence {
   // A copy of the same positions able to grow to max_context (>= pos()).
   virtual std::unique_ptr<BackendSequence> clone(int64_t max_context) const = 0;
   // Takes the memory a forward up to end_pos needs (CPU: KV pool pages), so that forward cannot
-  // fail for memory; an error (kResourceExhausted, kContextOverflow) leaves the state unchanged.
+  // fail for memory; an error (kOutOfMemory, kContextOverflow) leaves the state unchanged.
   // The TP mirror calls it before telling the follower. Preallocated states: nothing to take.
   virtual void reserve(int64_t end_pos) { (void)end_pos; }
 };

@@ -8,11 +8,15 @@
 namespace dsv41 {
 namespace {
 
+// The follower's twin is made (open / fork) only once this wrapper exists, so no failure leaves
+// an orphan there; id 0 = none yet (ids start at 1).
 class MirroredSequence final : public BackendSequence {
  public:
-  MirroredSequence(std::unique_ptr<BackendSequence> inner, SequenceMirror& mirror, uint64_t id)
-      : inner_(std::move(inner)), mirror_(&mirror), id_(id) {}
-  ~MirroredSequence() override { mirror_->release(id_); }
+  MirroredSequence(std::unique_ptr<BackendSequence> inner, SequenceMirror& mirror)
+      : inner_(std::move(inner)), mirror_(&mirror) {}
+  ~MirroredSequence() override {
+    if (id_ != 0) mirror_->release(id_);
+  }
   MirroredSequence(const MirroredSequence&) = delete;
   MirroredSequence& operator=(const MirroredSequence&) = delete;
 
@@ -24,26 +28,28 @@ class MirroredSequence final : public BackendSequence {
     inner_->reset();
     mirror_->reset(id_);
   }
-  // Local first: a rollback past the depth throws and leaves both ranks unchanged.
+  // Local first: a rollback past the depth throws and leaves both ranks unchanged. (A send that
+  // fails after it leaves rank 0 rolled back with an error: the link is then dead anyway.)
   void rollback(int64_t n) override {
     inner_->rollback(n);
     mirror_->rollback(id_, n);
   }
   // The copy first (it may fail for memory), then the follower's.
   std::unique_ptr<BackendSequence> clone(int64_t max_context) const override {
-    std::unique_ptr<BackendSequence> c = inner_->clone(max_context);
-    const uint64_t id = mirror_->fork(id_, max_context);
-    return std::make_unique<MirroredSequence>(std::move(c), *mirror_, id);
+    auto c = std::make_unique<MirroredSequence>(inner_->clone(max_context), *mirror_);
+    c->id_ = mirror_->fork(id_, max_context);
+    return c;
   }
   void reserve(int64_t end_pos) override { inner_->reserve(end_pos); }
 
   BackendSequence& inner() { return *inner_; }
   uint64_t id() const { return id_; }
+  void set_id(uint64_t id) { id_ = id; }
 
  private:
   std::unique_ptr<BackendSequence> inner_;
   SequenceMirror* mirror_;
-  uint64_t id_;
+  uint64_t id_ = 0;
 };
 
 class MirroredBackend final : public ForwardBackend {
@@ -54,22 +60,32 @@ class MirroredBackend final : public ForwardBackend {
   const char* name() const override { return inner_->name(); }
   int64_t max_context() const override { return inner_->max_context(); }
   std::unique_ptr<BackendSequence> new_sequence(const StateOptions& opts) const override {
-    std::unique_ptr<BackendSequence> s = inner_->new_sequence(opts);
-    const uint64_t id = mirror_.open(opts.max_rollback, s->max_context());
-    return std::make_unique<MirroredSequence>(std::move(s), mirror_, id);
+    auto m = std::make_unique<MirroredSequence>(inner_->new_sequence(opts), mirror_);
+    m->set_id(mirror_.open(opts.max_rollback, m->max_context()));
+    return m;
   }
   std::vector<float> forward(BackendSequence& seq, std::span<const int32_t> ids,
                              bool all_rows) const override {
     auto& m = static_cast<MirroredSequence&>(seq);
     auto step = begin(m, ids, !all_rows);
-    return inner_->forward(m.inner(), ids, all_rows);
+    try {
+      return inner_->forward(m.inner(), ids, all_rows);
+    } catch (const std::exception& e) {
+      fail_after_send(e);
+    }
   }
   bool samples_on_device() const override { return inner_->samples_on_device(); }
   sampling::DeviceSampleOutcome forward_sample(BackendSequence& seq, std::span<const int32_t> ids,
                                                const sampling::SamplePlan& plan) const override {
+    DSV41_CHECK(inner_->samples_on_device(), kUnsupported,
+                "the {} backend does not sample on a device", inner_->name());
     auto& m = static_cast<MirroredSequence&>(seq);
     auto step = begin(m, ids, true);  // the follower runs a last-row forward
-    return inner_->forward_sample(m.inner(), ids, plan);
+    try {
+      return inner_->forward_sample(m.inner(), ids, plan);
+    } catch (const std::exception& e) {
+      fail_after_send(e);
+    }
   }
 
  private:
@@ -91,6 +107,15 @@ class MirroredBackend final : public ForwardBackend {
     m.inner().reserve(pos0 + T);
     mirror_.forward(m.id(), pos0, ids, last_row);
     return step;
+  }
+
+  // A failure of rank 0's pass after the follower was told (memory, a device error): the
+  // follower is inside the same pass waiting for a collective, so the link is aborted with the
+  // reason (both ranks fail at once, naming it) and the error is rethrown.
+  [[noreturn]] void fail_after_send(const std::exception& e) const {
+    mirror_.abort(std::string("TP rank 0 failed a forward after the follower started it: ") +
+                  e.what());
+    throw;
   }
 
   std::unique_ptr<ForwardBackend> inner_;
