@@ -32,6 +32,18 @@ Status parse(std::vector<std::string> args) {
   return r->config.validate();
 }
 
+// Rank 1 of tiny8 on loopback port `port`, in a thread: a follower over its CPU backend; the
+// future holds run_follower's Status.
+std::future<Status> start_follower(const std::string& dir, uint16_t port) {
+  return std::async(std::launch::async, [dir, port]() -> Status {
+    auto comm =
+        parallel::connect_tp_tcp(tp_test::loopback_params(1, port), tp_test::test_handshake());
+    if (!comm) return comm.status();
+    std::unique_ptr<Transformer> m = Transformer::load(dir, 1, comm->get());
+    return run_follower(*make_cpu_backend(*m), **comm, nullptr);
+  });
+}
+
 }  // namespace
 
 TEST_CASE("tp bad input: server flags are checked, naming the flag", "[tp][server]") {
@@ -94,13 +106,7 @@ TEST_CASE("tp bad input: a follower refuses an op it cannot apply and aborts the
           "[tp][model]") {
   const std::string dir = test::fixture("golden/tiny8");
   const uint16_t port = tp_test::free_port();
-  auto follower = std::async(std::launch::async, [&]() -> Status {
-    auto comm =
-        parallel::connect_tp_tcp(tp_test::loopback_params(1, port), tp_test::test_handshake());
-    if (!comm) return comm.status();
-    std::unique_ptr<Transformer> m = Transformer::load(dir, 1, comm->get());
-    return run_follower(*make_cpu_backend(*m), **comm, nullptr);
-  });
+  std::future<Status> follower = start_follower(dir, port);
   auto comm =
       parallel::connect_tp_tcp(tp_test::loopback_params(0, port), tp_test::test_handshake());
   REQUIRE(comm.is_ok());
@@ -128,13 +134,7 @@ TEST_CASE("tp bad input: rank 0's mirrored backend fails a bad forward alone and
   // still serves a forward whose logits match one unsharded model's.
   const std::string dir = test::fixture("golden/tiny8");
   const uint16_t port = tp_test::free_port();
-  auto follower = std::async(std::launch::async, [&]() -> Status {
-    auto comm =
-        parallel::connect_tp_tcp(tp_test::loopback_params(1, port), tp_test::test_handshake());
-    if (!comm) return comm.status();
-    std::unique_ptr<Transformer> m = Transformer::load(dir, 1, comm->get());
-    return run_follower(*make_cpu_backend(*m), **comm, nullptr);
-  });
+  std::future<Status> follower = start_follower(dir, port);
   auto comm =
       parallel::connect_tp_tcp(tp_test::loopback_params(0, port), tp_test::test_handshake());
   REQUIRE(comm.is_ok());
@@ -208,13 +208,7 @@ TEST_CASE("tp bad input: rank 0 failing a forward mid-pass aborts the link with 
           "[tp][runtime]") {
   const std::string dir = test::fixture("golden/tiny8");
   const uint16_t port = tp_test::free_port();
-  auto follower = std::async(std::launch::async, [&]() -> Status {
-    auto comm =
-        parallel::connect_tp_tcp(tp_test::loopback_params(1, port), tp_test::test_handshake());
-    if (!comm) return comm.status();
-    std::unique_ptr<Transformer> m = Transformer::load(dir, 1, comm->get());
-    return run_follower(*make_cpu_backend(*m), **comm, nullptr);
-  });
+  std::future<Status> follower = start_follower(dir, port);
   auto comm =
       parallel::connect_tp_tcp(tp_test::loopback_params(0, port), tp_test::test_handshake());
   REQUIRE(comm.is_ok());
