@@ -44,6 +44,24 @@ std::future<Status> start_follower(const std::string& dir, uint16_t port) {
   });
 }
 
+// Rank 0 of tiny8 (its link and shard, on this thread) and rank 1 as start_follower's thread.
+struct RankPair {
+  std::future<Status> follower;
+  std::unique_ptr<parallel::TpComm> comm;
+  std::unique_ptr<Transformer> model;
+};
+RankPair start_pair(const std::string& dir) {
+  const uint16_t port = tp_test::free_port();
+  RankPair p;
+  p.follower = start_follower(dir, port);
+  auto comm =
+      parallel::connect_tp_tcp(tp_test::loopback_params(0, port), tp_test::test_handshake());
+  REQUIRE(comm.is_ok());
+  p.comm = std::move(*comm);
+  p.model = Transformer::load(dir, 1, p.comm.get());
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("tp bad input: server flags are checked, naming the flag", "[tp][server]") {
@@ -133,16 +151,14 @@ TEST_CASE("tp bad input: rank 0's mirrored backend fails a bad forward alone and
   // rollback past the depth) must fail on rank 0 before the follower is told; the link then
   // still serves a forward whose logits match one unsharded model's.
   const std::string dir = test::fixture("golden/tiny8");
-  const uint16_t port = tp_test::free_port();
-  std::future<Status> follower = start_follower(dir, port);
-  auto comm =
-      parallel::connect_tp_tcp(tp_test::loopback_params(0, port), tp_test::test_handshake());
-  REQUIRE(comm.is_ok());
-  std::unique_ptr<Transformer> m = Transformer::load(dir, 1, comm->get());
+  RankPair pair = start_pair(dir);
+  std::future<Status>& follower = pair.follower;
+  parallel::TpComm* comm = pair.comm.get();
+  Transformer* m = pair.model.get();
   const int64_t V = m->config().text.vocab_size;
   std::unique_ptr<Transformer> whole = Transformer::load(dir, 1);
   {
-    std::unique_ptr<ForwardBackend> b = make_mirrored_backend(make_cpu_backend(*m), **comm, V);
+    std::unique_ptr<ForwardBackend> b = make_mirrored_backend(make_cpu_backend(*m), *comm, V);
     std::unique_ptr<BackendSequence> seq = b->new_sequence(StateOptions{.max_context = 8});
     const std::vector<int32_t> bad{1, static_cast<int32_t>(V)};
     REQUIRE_THROWS_WITH(b->forward(*seq, bad, true),
@@ -207,16 +223,14 @@ struct FailingExperts final : ExpertProvider {
 TEST_CASE("tp bad input: rank 0 failing a forward mid-pass aborts the link with the reason",
           "[tp][runtime]") {
   const std::string dir = test::fixture("golden/tiny8");
-  const uint16_t port = tp_test::free_port();
-  std::future<Status> follower = start_follower(dir, port);
-  auto comm =
-      parallel::connect_tp_tcp(tp_test::loopback_params(0, port), tp_test::test_handshake());
-  REQUIRE(comm.is_ok());
-  std::unique_ptr<Transformer> m = Transformer::load(dir, 1, comm->get());
+  RankPair pair = start_pair(dir);
+  std::future<Status>& follower = pair.follower;
+  parallel::TpComm* comm = pair.comm.get();
+  Transformer* m = pair.model.get();
   FailingExperts failing;
   m->set_expert_provider(&failing);
   std::unique_ptr<ForwardBackend> b =
-      make_mirrored_backend(make_cpu_backend(*m), **comm, m->config().text.vocab_size);
+      make_mirrored_backend(make_cpu_backend(*m), *comm, m->config().text.vocab_size);
   std::unique_ptr<BackendSequence> seq = b->new_sequence(StateOptions{});
   REQUIRE_THROWS_WITH(b->forward(*seq, std::vector<int32_t>{5, 6}, true),
                       Catch::Contains("test: expert failure"));
