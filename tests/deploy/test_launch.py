@@ -1,0 +1,267 @@
+"""Black-box tests of scripts/launch.sh (docs/deploy.md): the two-node launcher run on one
+machine. The "worker" is reached through tests/deploy/fake_ssh.sh (runs the remote script
+locally in a temporary home), both ranks are real dsv41-server processes on the tiny8 model
+(CPU backend) joined over loopback, and `rdma` / `ip` are stubs for the fabric detection.
+
+    test_launch.py SERVER_BIN MODEL_DIR LAUNCH_SH
+"""
+import json
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+SERVER, MODEL, LAUNCH = (os.path.abspath(a) for a in sys.argv[1:4])
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAILS = []
+
+
+def check(cond, what, detail=""):
+    print(("PASS " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        FAILS.append(what)
+        if detail:
+            print(detail, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_exe(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o755)
+
+
+class Fixture:
+    """Temporary head state dir, worker home, stub bin dir and the launcher's environment."""
+
+    def __init__(self):
+        self.tmp = tempfile.mkdtemp(prefix="dsv41-launch-")
+        self.state = os.path.join(self.tmp, "head-state")
+        self.home = os.path.join(self.tmp, "worker-home")
+        self.stubs = os.path.join(self.tmp, "stubs")
+        self.ssh_log = os.path.join(self.tmp, "ssh.log")
+        for d in (self.home, self.stubs):
+            os.makedirs(d)
+        # rdma: the first ACTIVE port's netdev has no IPv4 (skipped), the second has one; the
+        # third port is DOWN. ip: per node (FAKE_NODE=worker inside fake ssh).
+        write_exe(os.path.join(self.stubs, "rdma"), """#!/bin/sh
+[ -n "$FAKE_NO_RDMA" ] && exit 0
+echo "link rocep1s0f0/1 state ACTIVE physical_state LINK_UP netdev enp1s0f0np0"
+echo "link roceP2p1s0f0/1 state ACTIVE physical_state LINK_UP netdev enP2p1s0f0np0"
+echo "link rocep1s0f1/1 state DOWN physical_state DISABLED netdev enp1s0f1np1"
+""")
+        write_exe(os.path.join(self.stubs, "ip"), """#!/bin/sh
+# ip -4 -o addr show dev IFNAME
+dev="$6"
+if [ "$FAKE_NODE" = worker ]; then a=10.10.10.11; else a=10.10.10.13; fi
+case "$dev" in
+  enP2p1s0f0np0) echo "5: $dev    inet $a/24 brd 10.10.10.255 scope global $dev\\       valid_lft forever preferred_lft forever" ;;
+  eth9) echo "7: $dev    inet 192.168.7.$( [ "$FAKE_NODE" = worker ] && echo 2 || echo 1)/24 scope global $dev" ;;
+esac
+""")
+        self.port, self.tp_port = free_port(), free_port()
+        self.env = dict(os.environ)
+        for k in ("HEAD_IP", "WORKER_IP", "HEAD_IFNAME", "WORKER_IFNAME", "RDMA", "EXTRA_ARGS"):
+            self.env.pop(k, None)
+        self.env.update({
+            "WORKER": "tester@worker", "SSH": os.path.join(HERE, "fake_ssh.sh"),
+            "FAKE_SSH_HOME": self.home, "FAKE_SSH_LOG": self.ssh_log, "MODEL_DIR": MODEL,
+            "STATE_DIR": self.state, "WORKER_STATE_DIR": "dsv41-state", "SERVER_BIN": SERVER,
+            "BACKEND": "cpu", "EXTRA_ARGS": "--threads 1", "HOST": "127.0.0.1",
+            "PORT": str(self.port), "TP_PORT": str(self.tp_port), "WAIT_S": "240",
+            "MEMGUARD_GIB": "0.001", "LINES": "400",
+            "PATH": self.stubs + os.pathsep + os.environ.get("PATH", ""),
+        })
+
+    def run(self, *args, timeout=300, **env):
+        e = dict(self.env)
+        e.update(env)
+        p = subprocess.run(["bash", LAUNCH] + list(args), env=e, capture_output=True, text=True,
+                           timeout=timeout, stdin=subprocess.DEVNULL)
+        return p.returncode, p.stdout, p.stderr
+
+    def worker_path(self, *parts):
+        return os.path.join(self.home, "dsv41-state", *parts)
+
+    def pid(self, path):
+        try:
+            return int(open(path).read().strip())
+        except (OSError, ValueError):
+            return None
+
+    def cleanup(self):
+        self.run("stop", timeout=120)
+        for f in (os.path.join(self.state, "r0.pid"), self.worker_path("r1.pid"),
+                  os.path.join(self.state, "memguard.pid"), self.worker_path("memguard.pid")):
+            p = self.pid(f)
+            if p and running(p):
+                os.kill(p, 9)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def running(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def http(port, path, key=None, body=None):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}",
+                                 data=json.dumps(body).encode() if body else None)
+    req.add_header("Content-Type", "application/json")
+    if key:
+        req.add_header("Authorization", "Bearer " + key)
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def test_detect(fx):
+    rc, out, err = fx.run("detect")
+    check(rc == 0 and "head:   ip 10.10.10.13 hca roceP2p1s0f0" in out
+          and "worker: ip 10.10.10.11 hca roceP2p1s0f0" in out,
+          "detect: first ACTIVE RDMA port with an IPv4 on each node", out + err)
+    rc, out, err = fx.run("detect", HEAD_IFNAME="eth9", WORKER_IFNAME="eth9")
+    check(rc == 0 and "ip 192.168.7.1" in out and "ip 192.168.7.2" in out,
+          "detect: HEAD_IFNAME / WORKER_IFNAME pick the interface", out + err)
+    rc, out, err = fx.run("detect", HEAD_IFNAME="nosuch0")
+    check(rc == 1 and "HEAD_IFNAME=nosuch0 has no IPv4" in err, "detect: unknown interface named",
+          out + err)
+    rc, out, err = fx.run("detect", FAKE_NO_RDMA="1")
+    check(rc == 1 and "set HEAD_IP" in err, "detect: no active port asks for HEAD_IP", out + err)
+    rc, out, err = fx.run("detect", HEAD_IP="10.0.0.1", WORKER_IP="10.0.0.1")
+    check(rc == 1 and "both 10.0.0.1" in err, "detect: one address for both nodes is refused",
+          out + err)
+    rc, out, err = fx.run("detect", HEAD_IP="10.0.0.1", WORKER_IP="10.0.0.2", FAKE_NO_RDMA="1")
+    check(rc == 0 and "head:   ip 10.0.0.1" in out and "worker: ip 10.0.0.2" in out,
+          "detect: HEAD_IP / WORKER_IP override the detection", out + err)
+
+
+def test_bad_setup(fx):
+    rc, _, err = fx.run("start", WORKER="")
+    check(rc == 1 and "set WORKER" in err, "start without WORKER names it", err)
+    rc, _, err = fx.run("start", SERVER_BIN="/nonexistent/dsv41-server")
+    check(rc == 1 and "no server binary at /nonexistent/dsv41-server" in err,
+          "start names a missing server binary", err)
+    rc, _, err = fx.run("start", MODEL_DIR=fx.tmp)
+    check(rc == 1 and "has no config.json" in err, "start names a model dir without config", err)
+    rc, _, err = fx.run("start", WORKER_MODEL_DIR="/nonexistent/model", HEAD_IP="127.0.0.1",
+                        WORKER_IP="127.0.0.1")
+    check(rc == 1 and "/nonexistent/model/config.json" in err,
+          "start names the worker's missing model", err)
+    rc, _, err = fx.run("start", SSH="false")
+    check(rc == 1 and "cannot reach the worker" in err, "start names an unreachable worker", err)
+    rc, _, err = fx.run("logs", "r2")
+    check(rc == 2 and "usage" in err, "logs with a bad rank is a usage error", err)
+    check(not os.path.exists(os.path.join(fx.state, "r0.pid")), "nothing started by bad setups")
+
+
+def test_lifecycle(fx):
+    env = {"HEAD_IP": "127.0.0.1", "WORKER_IP": "127.0.0.2"}
+    t0 = time.time()
+    rc, out, err = fx.run("start", **env)
+    check(rc == 0 and "ready after" in out, f"start: both ranks up ({time.time() - t0:.0f} s)",
+          out + err)
+    if rc != 0:
+        return
+    key_file = os.path.join(fx.state, "api_key")
+    mode = stat.S_IMODE(os.stat(key_file).st_mode)
+    check(mode == 0o600, f"API key file is 0600 (is {oct(mode)})")
+    key = open(key_file).read().strip()
+    check(len(key) == 64, "API key is 32 random bytes in hex")
+    with open(SERVER, "rb") as a, open(fx.worker_path("bin", "dsv41-server"), "rb") as b:
+        check(a.read() == b.read(), "server binary copied to the worker's state dir")
+    status, body = http(fx.port, "/health")
+    check(status == 200, "/health 200 on rank 0", body)
+    status, body = http(fx.port, "/v1/chat/completions", key,
+                        {"model": "deepseek-v4.1-flash", "max_tokens": 8, "temperature": 0,
+                         "messages": [{"role": "user", "content": "Hello"}]})
+    ok = status == 200 and json.loads(body)["usage"]["completion_tokens"] >= 1
+    check(ok, "a chat completion through the two ranks", f"{status} {body}")
+    status, _ = http(fx.port, "/v1/models", "wrong-key")
+    check(status == 401, "the generated key is enforced")
+    rc, out, err = fx.run("status")
+    check(rc == 0 and out.count("running, pid") == 2 and ": 200" in out, "status: healthy",
+          out + err)
+    r0, r1 = fx.pid(os.path.join(fx.state, "r0.pid")), fx.pid(fx.worker_path("r1.pid"))
+    g0, g1 = (fx.pid(os.path.join(fx.state, "memguard.pid")),
+              fx.pid(fx.worker_path("memguard.pid")))
+    check(all(p and running(p) for p in (r0, r1, g0, g1)),
+          "pid files name the running ranks and both memory guards", f"{r0} {r1} {g0} {g1}")
+    rc, _, err = fx.run("start", **env)
+    check(rc == 1 and "already running" in err, "a second start is refused", err)
+    rc, out, _ = fx.run("logs", "r0")
+    check(rc == 0 and "listening on http://" in out, "logs r0 shows rank 0's log", out[-2000:])
+    rc, out, _ = fx.run("logs", "r1")
+    check(rc == 0 and "rank 1" in out.lower(), "logs r1 shows the worker's log", out[-2000:])
+    open(fx.ssh_log, "w").close()
+    rc, out, err = fx.run("stop")
+    check(rc == 0 and "stopped" in out, "stop", out + err)
+    deadline = time.time() + 15
+    while time.time() < deadline and any(running(p) for p in (r0, r1, g0, g1)):
+        time.sleep(0.2)
+    check(not any(running(p) for p in (r0, r1, g0, g1)), "stop ends both ranks and both guards",
+          f"{[(p, running(p)) for p in (r0, r1, g0, g1)]}")
+    rc, out, _ = fx.run("status")
+    check(rc == 1 and out.count("not running") == 2, "status after stop: exit 1, not running", out)
+    # Second start: the worker's binary is current, so nothing is copied again.
+    open(fx.ssh_log, "w").close()
+    rc, out, err = fx.run("start", **env)
+    copies = [l for l in open(fx.ssh_log) if "cat >" in l]
+    check(rc == 0 and not copies, "restart after stop, no second copy of the binary",
+          out + err + "".join(copies))
+    fx.run("stop")
+
+
+def test_rank_mismatch(fx):
+    # A worker model whose config.json differs in bytes only: the rendezvous refuses it (config
+    # hash), both ranks exit, and start reports it instead of waiting.
+    other = os.path.join(fx.tmp, "tiny8-other")
+    os.makedirs(other)
+    for name in os.listdir(MODEL):
+        if name != "config.json":
+            os.symlink(os.path.join(MODEL, name), os.path.join(other, name))
+    with open(os.path.join(MODEL, "config.json")) as f:
+        cfg = json.load(f)
+    with open(os.path.join(other, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=3)
+    rc, out, err = fx.run("start", HEAD_IP="127.0.0.1", WORKER_IP="127.0.0.2",
+                          WORKER_MODEL_DIR=other, timeout=240)
+    check(rc == 1 and "exited during start-up" in err and "config" in err.lower(),
+          "mismatched worker model: start fails naming it, with the log tail", out + err[-3000:])
+    r0, r1 = fx.pid(os.path.join(fx.state, "r0.pid")), fx.pid(fx.worker_path("r1.pid"))
+    check(not any(p and running(p) for p in (r0, r1)), "nothing left running after the failure")
+
+
+def main():
+    for name, test in (("detect", test_detect), ("bad setup", test_bad_setup),
+                       ("lifecycle", test_lifecycle), ("rank mismatch", test_rank_mismatch)):
+        print(f"== {name}", flush=True)
+        fx = Fixture()
+        try:
+            test(fx)
+        finally:
+            fx.cleanup()
+    if FAILS:
+        print(f"{len(FAILS)} check(s) failed: {FAILS}")
+        return 1
+    print("all launch checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
