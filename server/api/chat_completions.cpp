@@ -56,7 +56,10 @@ class ChatRun {
         continuous_usage_(fields.continuous_usage),
         include_reasoning_(resolved.include_reasoning) {}
 
-  void start() {
+  // prompt_tokens: the rendered prompt's length, so the role chunk's continuous usage already
+  // counts it (vLLM's first chunk does; it read 0 before the first engine event).
+  void start(int64_t prompt_tokens) {
+    counts_.prompt = prompt_tokens;
     if (stream_)
       push_chunk([](json::Writer& w) { w.key("role").value("assistant").key("content").value(""); },
                  nullptr);
@@ -277,7 +280,7 @@ HttpResponse handle_chat_completions(Api& api, const HttpRequest& request) {
   auto channel = std::make_shared<ResponseChannel>(
       fields.stream ? ResponseChannel::Mode::kEventStream : ResponseChannel::Mode::kDeferred);
   auto run = std::make_shared<ChatRun>(api, channel, fields, resolved);
-  run->start();
+  run->start(static_cast<int64_t>(gen.prompt.size()));
   Status s = submit_request(backend, std::move(gen), channel,
                             [run](const GenerationEvent& ev) { run->on_event(ev); });
   if (!s.is_ok()) return error_response(s);

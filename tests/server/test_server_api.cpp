@@ -169,6 +169,33 @@ TEST_CASE("stream: tool-call deltas carry id/type/name only on the first fragmen
   CHECK(args[1] == "{}");
 }
 
+TEST_CASE("stream: continuous usage counts the prompt from the role chunk on", "[server]") {
+  Fixture f(split_utf8("Hello there.", 4));
+  auto [status, body] = collect(f.api->handle(post(
+      "/v1/chat/completions", chat_body(R"(,"stream":true,"stream_options":{"include_usage":true,)"
+                                        R"("continuous_usage_stats":true})"))));
+  REQUIRE(status == 200);
+  const std::vector<std::string> events = sse_payloads(body);
+  REQUIRE(events.size() >= 3);
+  simdjson::dom::parser parser;
+  int64_t prompt = -1, last_completion = -1;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    simdjson::dom::element e = parser.parse(events[i]);
+    const int64_t p = e["usage"]["prompt_tokens"], c = e["usage"]["completion_tokens"];
+    INFO("event " << i << ": " << events[i]);
+    if (i == 0) {
+      CHECK(std::string_view(e["choices"].at(0)["delta"]["role"]) == "assistant");
+      CHECK(p > 0);
+      CHECK(c == 0);
+      prompt = p;
+    }
+    CHECK(p == prompt);  // the same prompt count in every chunk
+    CHECK(c >= last_completion);
+    last_completion = c;
+  }
+  CHECK(last_completion > 0);
+}
+
 TEST_CASE("non-stream: tool calls, null content rules, reasoning field switch", "[server]") {
   Fixture f(split_utf8(kToolScript, 7), "reasoning");
   auto [status, body] =
