@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """End-to-end speed benchmark of a running OpenAI-compatible server (stdlib only).
 
-    scripts/bench.py URL [--key KEY | --key-file FILE] [--model NAME] [--out FILE.json]
+    scripts/bench.py [URL] [--key KEY | --key-file FILE] [--model NAME] [--out FILE.json]
                      [--conc 1 2 ...] [--prompt-tokens 8192 32768 ...] [--decode-tokens N]
-                     [--max-tokens N] [--long-context 175000 ...] [--repeats N] [--timeout S]
+                     [--max-tokens N] [--ignore-eos] [--long-context 175000 ...] [--repeats N] [--timeout S]
 
 URL with or without /v1. Key: --key, --key-file, env DSV41_API_KEY, else the first line of
 ~/.dsv41-two-sparks/api_key when it exists.
@@ -72,7 +72,8 @@ TOPICS = ["the history of the printing press", "how bridges are engineered", "th
           "the biology of forests", "the life of a mountain glacier"]
 LONG_CTX_MAX_TOKENS = 64
 SKIP = "SKIP (context limit)"
-SETTINGS = ("conc", "prompt_tokens", "decode_tokens", "max_tokens", "long_context", "repeats")
+SETTINGS = ("conc", "prompt_tokens", "decode_tokens", "max_tokens", "ignore_eos", "long_context",
+            "repeats")
 
 
 class BenchError(Exception):
@@ -139,7 +140,7 @@ class Client:
         finally:
             conn.close()
 
-    def stream(self, what, content, max_tokens=None, status_400=False):
+    def stream(self, what, content, max_tokens=None, status_400=False, ignore_eos=False):
         """One streamed chat completion: {events: [(arrival time, usage completion_tokens or
         None)] of the token deltas, t_end, ttft, text, usage, finish}, or {"error": message} on a
         400 when status_400 (the caller decides whether that is a context-limit skip)."""
@@ -149,6 +150,8 @@ class Client:
                 "chat_template_kwargs": {"thinking": False}}
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
+        if ignore_eos:
+            body["ignore_eos"] = True  # vLLM's extension: fixed-length decode runs
         t_sent = time.perf_counter()
         try:
             conn, resp = self.open(what, "POST", "/v1/chat/completions", body)
@@ -266,7 +269,7 @@ def decode_run(client, conc, args, rng):
         try:
             barrier.wait()
             results[i] = client.stream(f"decode conc={conc} stream {i}", prompts[i],
-                                       args.max_tokens)
+                                       args.max_tokens, ignore_eos=args.ignore_eos)
         except BenchError as e:
             errors.append(str(e))
         except Exception as e:   # never a traceback from a thread
@@ -392,7 +395,9 @@ def run(client, args, res):
 
 def main():
     ap = argparse.ArgumentParser(description="End-to-end speed benchmark of a running server.")
-    ap.add_argument("url", help="server URL, with or without /v1")
+    ap.add_argument("url", nargs="?", default="http://127.0.0.1:8000",
+                    help="server URL, with or without /v1 (default http://127.0.0.1:8000, the "
+                         "launcher's rank 0 on this host)")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--key", help="API key (default: env DSV41_API_KEY, then "
                                  "~/.dsv41-two-sparks/api_key)")
@@ -405,6 +410,9 @@ def main():
     ap.add_argument("--decode-tokens", type=int, default=1000,
                     help="words the decode prompt asks for (a request in the prompt, not a cap)")
     ap.add_argument("--max-tokens", type=int, help="cap decode streams (default: no cap)")
+    ap.add_argument("--ignore-eos", action="store_true",
+                    help="decode streams run past end of sequence (with --max-tokens: every "
+                         "stream exactly that long)")
     ap.add_argument("--long-context", type=int, nargs="*", default=[],
                     help="needle-in-a-haystack prompt sizes (default none)")
     ap.add_argument("--repeats", type=int, default=1)

@@ -8,7 +8,7 @@
 # Environment (defaults):
 #   WORKER              SSH target of the worker on the fabric address (required)
 #   MODEL_DIR           ~/models/DeepSeek-V4.1-Flash-Spark
-#   WORKER_MODEL_DIR    = MODEL_DIR (the same path on the worker)
+#   WORKER_MODEL_DIR    = MODEL_DIR (the same path on the worker; ~/x = x in the worker's home)
 #   VERIFY=0            1: afterwards run `sha256sum -c` of the manifest on the worker (reads
 #                       every byte there again: ~462 GB)
 #   MANIFEST            sha256-manifest.txt (relative to MODEL_DIR)
@@ -26,6 +26,22 @@ die() {
   echo "copy-to-peer.sh: $*" >&2
   exit 1
 }
+case "${1:-}" in
+  -h | --help)
+    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+    exit 0
+    ;;
+  "") ;;
+  *) echo "copy-to-peer.sh: no arguments (settings come from the environment; -h lists them)" >&2; exit 2 ;;
+esac
+# "~/x" on the worker is x relative to its user's home (where ssh and rsync start); quoting a
+# literal "~" would make a directory named "~" there instead.
+# shellcheck disable=SC2088
+case "$WORKER_MODEL_DIR" in
+  "~") WORKER_MODEL_DIR=. ;;
+  "~/"*) WORKER_MODEL_DIR=${WORKER_MODEL_DIR#"~/"} ;;
+  "~"*) die "WORKER_MODEL_DIR=$WORKER_MODEL_DIR: use an absolute path or one relative to the worker user's home" ;;
+esac
 quote() { printf '%q ' "$@"; }
 on_worker() { "${SSH_CMD[@]}" "$WORKER" bash -s <<<"$1"; }
 
@@ -62,10 +78,12 @@ rsync -a --partial --stats -e "$SSH" "${excludes[@]}" ${progress[@]+"${progress[
 if [ "${VERIFY:-0}" = 1 ]; then
   [ -f "$MODEL_DIR/$MANIFEST" ] || die "VERIFY=1 but $MODEL_DIR/$MANIFEST does not exist"
   echo "copy-to-peer.sh: verifying on $WORKER against $MANIFEST"
-  bad="$(on_worker "cd $(quote "$WORKER_MODEL_DIR") && sha256sum -c --quiet $(quote "$MANIFEST") 2>&1" || true)"
-  [ -z "$bad" ] || die "the worker's copy fails $MANIFEST:
-$bad
-(delete those files on $WORKER and re-run)"
+  # Success is sha256sum's exit status, not silence: a dropped SSH session prints nothing too.
+  rc=0
+  bad="$(on_worker "cd $(quote "$WORKER_MODEL_DIR") && sha256sum -c --quiet $(quote "$MANIFEST") 2>&1")" || rc=$?
+  [ "$rc" = 0 ] || die "the worker's copy fails $MANIFEST (exit $rc):
+${bad:-(no output: the SSH session or sha256sum failed)}
+(delete the files named above on $WORKER and re-run, or re-run VERIFY=1 if the session dropped)"
   echo "copy-to-peer.sh: every file of $MANIFEST matches on $WORKER"
 fi
 echo "copy-to-peer.sh: done"

@@ -53,6 +53,15 @@ KEEP_PARTS="${KEEP_PARTS:-0}"
 MANIFEST="${MANIFEST:-sha256-manifest.txt}"
 CURL_RETRIES="${CURL_RETRIES:-5}"
 
+case "${1:-}" in
+  -h | --help)
+    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+    exit 0
+    ;;
+  "") ;;
+  *) printf 'download.sh: no arguments (settings come from the environment; -h lists them)\n' >&2; exit 2 ;;
+esac
+
 log() { printf '%s\n' "$*"; }
 warn() { printf 'download.sh: %s\n' "$*" >&2; }
 die() { printf 'download.sh: error: %s\n' "$*" >&2; exit 1; }
@@ -162,7 +171,10 @@ if [[ -n $HF_TOKEN ]]; then
   auth=(-H "@$tmp/auth")
 fi
 if [[ -t 2 ]]; then progress=(--progress-bar); else progress=(--silent --show-error); fi
-curl_common=(--fail --location --retry "$CURL_RETRIES" --connect-timeout 30 -A dsv41-download/1)
+# A connection that stays open but stops sending (under 1 kB/s for 60 s) fails with curl exit 28,
+# which the resume loop below retries, instead of hanging the download for good.
+curl_common=(--fail --location --retry "$CURL_RETRIES" --connect-timeout 30 --speed-limit 1024
+  --speed-time 60 -A dsv41-download/1)
 
 # Dies with a message fitting an HTTP error status. code url what-for-404
 http_fail() {

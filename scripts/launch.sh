@@ -50,6 +50,27 @@ die() {
 }
 info() { echo "launch.sh: $*"; }
 
+# Local paths are used after a cd into STATE_DIR: make them absolute now.
+SERVER_BIN="$(realpath -m -- "$SERVER_BIN")"
+MODEL_DIR="$(realpath -m -- "$MODEL_DIR")"
+STATE_DIR="$(realpath -m -- "$STATE_DIR")"
+# Worker paths: "~/x" is x relative to the worker user's home (what every remote command here
+# starts in); "~user/..." is refused rather than quoted into a literal "~" directory.
+worker_path() {
+  local p=$1
+  # shellcheck disable=SC2088  # a literal "~/" prefix given by the user
+  case "$p" in
+    "~") p=. ;;
+    "~/"*) p=${p#"~/"} ;;
+    "~"*) die "$2=$p: use an absolute path or one relative to the worker user's home" ;;
+  esac
+  echo "$p"
+}
+WORKER_MODEL_DIR="$(worker_path "$WORKER_MODEL_DIR" WORKER_MODEL_DIR)"
+WORKER_STATE_DIR="$(worker_path "$WORKER_STATE_DIR" WORKER_STATE_DIR)"
+MEMGUARD_GIB="${MEMGUARD_GIB:-1}"
+[[ "$MEMGUARD_GIB" =~ ^[0-9]+([.][0-9]+)?$ ]] || die "MEMGUARD_GIB='$MEMGUARD_GIB' is not a number of GiB"
+
 need_worker() {
   [ -n "${WORKER:-}" ] || die "set WORKER to the worker's SSH target on the fabric (e.g. WORKER=user@10.10.10.11)"
 }
@@ -119,8 +140,19 @@ local_server_pid() {
   [ -n "$pid" ] && grep -qa dsv41-server "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"
   return 0
 }
-remote_server_pid() {
-  on_worker "pid=\$(cat $(quote "$WORKER_STATE_DIR/$1") 2>/dev/null); [ -n \"\$pid\" ] && grep -qa $(quote "$2") /proc/\$pid/cmdline 2>/dev/null && echo \$pid; true"
+# Sets REMOTE_PID to the worker's process of pid file $1 when it still runs $2 ("" if none);
+# returns 1 when the worker did not answer (unknown, not "gone").
+remote_pid() {
+  local out
+  out="$(on_worker "pid=\$(cat $(quote "$WORKER_STATE_DIR/$1") 2>/dev/null)
+    if [ -n \"\$pid\" ] && grep -qa $(quote "$2") /proc/\$pid/cmdline 2>/dev/null; then
+      echo \"pid \$pid\"; else echo none; fi" 2>/dev/null)" || out=""
+  REMOTE_PID=""
+  case "$out" in
+    "pid "*) REMOTE_PID=${out#pid } ;;
+    none) ;;
+    *) return 1 ;;
+  esac
 }
 
 health_url() {
@@ -128,7 +160,12 @@ health_url() {
   [ "$h" = "0.0.0.0" ] && h=127.0.0.1
   echo "http://$h:$PORT/health"
 }
-health_code() { curl -s -o /dev/null -m 5 -w '%{http_code}' "$(health_url)" 2>/dev/null || true; }
+# "000" when nothing answers.
+health_code() {
+  local c
+  c="$(curl -s -o /dev/null -m 5 -w '%{http_code}' "$(health_url)" 2>/dev/null)" || true
+  echo "${c:-000}"
+}
 
 show_tail() {
   echo "---- last lines of $1 ----" >&2
@@ -139,7 +176,7 @@ show_tail() {
 
 cmd_stop() {
   need_worker
-  local pid r1 i
+  local pid i g unreachable=0
   pid="$(local_server_pid "$STATE_DIR/r0.pid")"
   if [ -n "$pid" ]; then
     info "stopping rank 0 (pid $pid)"
@@ -153,39 +190,52 @@ cmd_stop() {
       kill -KILL "$pid" 2>/dev/null || true
     fi
   fi
-  # Rank 0's stop tells the follower to exit; give it a moment before signalling it.
-  for ((i = 0; i < 50; i++)); do
-    r1="$(remote_server_pid r1.pid dsv41-server)"
-    [ -z "$r1" ] && break
-    sleep 0.2
-  done
-  if [ -n "$r1" ]; then
-    info "stopping rank 1 on $WORKER (pid $r1)"
-    on_worker "kill -TERM $r1; for i in \$(seq 100); do [ -e /proc/$r1 ] || exit 0; sleep 0.1; done; kill -KILL $r1" || true
-  fi
-  local g
   g="$(cat "$STATE_DIR/memguard.pid" 2>/dev/null || true)"
   if [ -n "$g" ] && grep -qa memguard "/proc/$g/cmdline" 2>/dev/null; then
     kill -TERM "$g" 2>/dev/null || true
   fi
-  g="$(remote_server_pid memguard.pid memguard)"
-  if [ -n "$g" ]; then on_worker "kill -TERM $g" || true; fi
   rm -f "$STATE_DIR/r0.pid" "$STATE_DIR/memguard.pid"
-  on_worker "rm -f $(quote "$WORKER_STATE_DIR/r1.pid" "$WORKER_STATE_DIR/memguard.pid")" || true
+  # Rank 0's stop tells the follower to exit; give it a moment before signalling it.
+  for ((i = 0; i < 50; i++)); do
+    if ! remote_pid r1.pid dsv41-server; then
+      unreachable=1
+      break
+    fi
+    [ -z "$REMOTE_PID" ] && break
+    sleep 0.2
+  done
+  if [ "$unreachable" = 0 ] && [ -n "$REMOTE_PID" ]; then
+    info "stopping rank 1 on $WORKER (pid $REMOTE_PID)"
+    on_worker "kill -TERM $REMOTE_PID; for i in \$(seq 100); do [ -e /proc/$REMOTE_PID ] || exit 0; sleep 0.1; done; kill -KILL $REMOTE_PID" || true
+  fi
+  if [ "$unreachable" = 0 ] && remote_pid memguard.pid memguard; then
+    if [ -n "$REMOTE_PID" ]; then on_worker "kill -TERM $REMOTE_PID" || true; fi
+    on_worker "rm -f $(quote "$WORKER_STATE_DIR/r1.pid" "$WORKER_STATE_DIR/memguard.pid")" || true
+  else
+    unreachable=1
+  fi
+  if [ "$unreachable" = 1 ]; then
+    echo "launch.sh: the worker $WORKER does not answer: rank 1 and its guard may still run there (run scripts/launch.sh stop again once it answers)" >&2
+    exit 1
+  fi
   info "stopped"
 }
 
 cmd_status() {
   need_worker
-  local r0 r1 code ok=0
+  local r0 r1 code
   r0="$(local_server_pid "$STATE_DIR/r0.pid")"
-  r1="$(remote_server_pid r1.pid dsv41-server)"
-  echo "rank 0 (head):          ${r0:+running, pid $r0}${r0:-not running}"
-  echo "rank 1 ($WORKER): ${r1:+running, pid $r1}${r1:-not running}"
+  if remote_pid r1.pid dsv41-server; then
+    r1=${REMOTE_PID:+running, pid $REMOTE_PID}
+    r1=${r1:-not running}
+  else
+    r1="unknown (the worker does not answer over SSH)"
+  fi
+  if [ -n "$r0" ]; then echo "rank 0 (head): running, pid $r0"; else echo "rank 0 (head): not running"; fi
+  echo "rank 1 ($WORKER): $r1"
   code="$(health_code)"
-  echo "health $(health_url): ${code:-no answer}"
-  [ -n "$r0" ] && [ -n "$r1" ] && [ "$code" = 200 ] && ok=1
-  [ "$ok" = 1 ]
+  echo "health $(health_url): $([ "$code" = 000 ] && echo "no answer" || echo "$code")"
+  [ -n "$r0" ] && [[ "$r1" == running* ]] && [ "$code" = 200 ]
 }
 
 cmd_logs() {
@@ -217,15 +267,35 @@ push_file() {
   fi
 }
 
+# Stops what start launched and fails with the reason (and the log tail of `rank`, if given).
+fail_start() {
+  [ -n "${2:-}" ] && show_tail "$2"
+  cmd_stop >/dev/null 2>&1 || true
+  die "$1"
+}
+
+# The address other machines reach this host's HTTP at (HOST unless it is the wildcard): the
+# source address of the default route, never the fabric address (the QSFP link reaches only the
+# worker).
+client_host() {
+  if [ "$HOST" != 0.0.0.0 ]; then echo "$HOST"; return; fi
+  ip -4 route get 1.1.1.1 2>/dev/null | awk '{ for (i = 1; i < NF; i++) if ($i == "src") { print $(i + 1); exit } }'
+}
+
 cmd_start() {
   need_worker
   [ -x "$SERVER_BIN" ] || die "no server binary at $SERVER_BIN (build it: cmake --build build --target dsv41-server, or set SERVER_BIN)"
   [ -f "$MODEL_DIR/config.json" ] || die "MODEL_DIR=$MODEL_DIR has no config.json (run scripts/download.sh, or set MODEL_DIR)"
   [ -z "$(local_server_pid "$STATE_DIR/r0.pid")" ] || die "rank 0 is already running (scripts/launch.sh status; scripts/launch.sh stop)"
+  local code
+  code="$(health_code)"
+  [ "$code" = 000 ] || die "something already answers on $(health_url) (HTTP $code): stop it (e.g. the old serving container) or set PORT"
   on_worker true || die "cannot reach the worker with: ${SSH_CMD[*]} $WORKER (passwordless SSH head -> worker is needed)"
+  # Relative worker paths are relative to the worker user's home (where on_worker starts).
   on_worker "test -f $(quote "$WORKER_MODEL_DIR/config.json")" ||
     die "the worker has no $WORKER_MODEL_DIR/config.json (scripts/copy-to-peer.sh, or set WORKER_MODEL_DIR)"
-  [ -z "$(remote_server_pid r1.pid dsv41-server)" ] || die "rank 1 is already running on $WORKER (scripts/launch.sh stop)"
+  remote_pid r1.pid dsv41-server || die "the worker $WORKER stopped answering over SSH"
+  [ -z "$REMOTE_PID" ] || die "rank 1 is already running on $WORKER (scripts/launch.sh stop)"
   resolve_fabric
   engine_flags
   info "fabric: head $HEAD_IP, worker $WORKER_IP (TCP port $TP_PORT)"
@@ -245,22 +315,31 @@ cmd_start() {
   missing="$(on_worker "ldd $(quote "$wbin") 2>/dev/null | grep 'not found' || true")"
   [ -z "$missing" ] || die "dsv41-server lacks libraries on $WORKER (run scripts/setup.sh there): $missing"
 
-  local env_r0=() env_r1=()
+  # Every DSV41_* setting reaches the ranks as a flag, the same on both: an inherited one (e.g.
+  # DSV41_API_KEY exported for Pi, which the server prefers to --api-key-file) must not, and a
+  # worker's own profile must not add any.
+  local env_r0=() env_r1=() v
+  for v in $(compgen -e); do
+    case "$v" in DSV41_*) env_r0+=(-u "$v") ;; esac
+  done
   if [ "${RDMA:-0}" = 1 ]; then
     if [ -z "$HEAD_HCA" ] || [ -z "$WORKER_HCA" ]; then
       die "RDMA=1 needs the RDMA devices: set HEAD_HCAS and WORKER_HCAS (see: rdma link)"
     fi
-    env_r0=(DSV41_TP_IB_DEVICE="$HEAD_HCA")
+    env_r0+=(DSV41_TP_IB_DEVICE="$HEAD_HCA")
     env_r1=(DSV41_TP_IB_DEVICE="$WORKER_HCA")
   fi
-  # Rank 1 first: it retries the connection to rank 0 for --tp-connect-timeout-ms (60 s).
+  # Rank 1 first: it retries the connection to rank 0 for --tp-connect-timeout-ms (60 s). sh -c
+  # writes its own pid before exec'ing, so the pid file names the server whether or not setsid
+  # had to fork.
   info "starting rank 1 on $WORKER"
-  # sh -c writes its own pid before exec'ing, so the pid file names the server whether or not
-  # setsid had to fork.
-  on_worker "mkdir -p $(quote "$WORKER_STATE_DIR") && cd $(quote "$WORKER_STATE_DIR") || exit 1
+  on_worker "model=$(quote "$WORKER_MODEL_DIR")
+    case \"\$model\" in /*) ;; *) model=\"\$HOME/\$model\" ;; esac
+    mkdir -p $(quote "$WORKER_STATE_DIR") && cd $(quote "$WORKER_STATE_DIR") || exit 1
+    for v in \$(compgen -e); do case \"\$v\" in DSV41_*) unset \"\$v\" ;; esac; done
     rm -f r1.pid
     nohup setsid sh -c 'echo \$\$ >r1.pid; exec \"\$@\"' sh env ${env_r1[*]+$(quote "${env_r1[@]}")} \
-      ./bin/dsv41-server --model $(quote "$WORKER_MODEL_DIR") --rank 1 \
+      ./bin/dsv41-server --model \"\$model\" --rank 1 \
       --peer $(quote "$HEAD_IP:$TP_PORT") --tp-bind $(quote "$WORKER_IP") $(quote "${ENGINE[@]}") \
       >r1.log 2>&1 </dev/null &
     for i in \$(seq 100); do [ -s r1.pid ] && break; sleep 0.05; done"
@@ -281,30 +360,41 @@ cmd_start() {
 
   if [ "${MEMGUARD:-1}" != 0 ]; then
     (cd "$STATE_DIR" || exit 1
-    MEMGUARD_GIB="${MEMGUARD_GIB:-1}" MEMGUARD_LOG="$STATE_DIR/memguard.log" nohup setsid \
+    MEMGUARD_GIB="$MEMGUARD_GIB" MEMGUARD_LOG="$STATE_DIR/memguard.log" nohup setsid \
       sh -c 'echo $$ >memguard.pid; exec "$@"' sh "$root/scripts/memguard.sh" r0.pid \
       >/dev/null 2>&1 </dev/null &)
     on_worker "cd $(quote "$WORKER_STATE_DIR") || exit 1
-      MEMGUARD_GIB=$(quote "${MEMGUARD_GIB:-1}") MEMGUARD_LOG=memguard.log nohup setsid \
+      MEMGUARD_GIB=$(quote "$MEMGUARD_GIB") MEMGUARD_LOG=memguard.log nohup setsid \
         sh -c 'echo \$\$ >memguard.pid; exec \"\$@\"' sh bin/memguard.sh r1.pid \
         >/dev/null 2>&1 </dev/null &"
+    # A guard that is not running is no guard: check both before waiting.
+    sleep 1
+    local g
+    g="$(cat "$STATE_DIR/memguard.pid" 2>/dev/null || true)"
+    if [ -z "$g" ] || ! grep -qa memguard "/proc/$g/cmdline" 2>/dev/null; then
+      fail_start "the memory guard did not start here (see $STATE_DIR/memguard.log)"
+    fi
+    if ! remote_pid memguard.pid memguard || [ -z "$REMOTE_PID" ]; then
+      fail_start "the memory guard did not start on $WORKER (see $WORKER_STATE_DIR/memguard.log there)"
+    fi
   fi
 
   info "waiting up to $WAIT_S s for $(health_url) (logs: scripts/launch.sh logs r0|r1)"
-  local t0=$SECONDS last_r1=$SECONDS
+  local t0=$SECONDS last_r1=$SECONDS silent=0
   while :; do
-    [ "$(health_code)" = 200 ] && break
-    if [ -z "$(local_server_pid "$STATE_DIR/r0.pid")" ]; then
-      show_tail r0
-      cmd_stop >/dev/null 2>&1 || true
-      die "rank 0 exited during start-up (log: $STATE_DIR/r0.log)"
-    fi
+    # Rank 0 alive first, so a 200 is from it (not from whatever held the port).
+    [ -n "$(local_server_pid "$STATE_DIR/r0.pid")" ] ||
+      fail_start "rank 0 exited during start-up (log: $STATE_DIR/r0.log)" r0
+    [ "$(health_code)" = 200 ] && [ -n "$(local_server_pid "$STATE_DIR/r0.pid")" ] && break
     if ((SECONDS - last_r1 >= 5)); then  # one SSH round trip every 5 s
       last_r1=$SECONDS
-      if [ -z "$(remote_server_pid r1.pid dsv41-server)" ]; then
-        show_tail r1
-        cmd_stop >/dev/null 2>&1 || true
-        die "rank 1 exited during start-up (log on $WORKER: $WORKER_STATE_DIR/r1.log)"
+      if remote_pid r1.pid dsv41-server; then
+        silent=0
+        [ -n "$REMOTE_PID" ] ||
+          fail_start "rank 1 exited during start-up (log on $WORKER: $WORKER_STATE_DIR/r1.log)" r1
+      else
+        silent=$((silent + 1))  # a lost SSH round trip is not a dead rank
+        ((silent < 6)) || fail_start "the worker $WORKER has not answered over SSH for 30 s"
       fi
     fi
     if ((SECONDS - t0 > WAIT_S)); then
@@ -313,9 +403,10 @@ cmd_start() {
     fi
     sleep 1
   done
-  local base="${HOST/0.0.0.0/$HEAD_IP}"
-  info "ready after $((SECONDS - t0)) s: http://$base:$PORT/v1  model deepseek-v4.1-flash  key: $key"
-  info "Pi: pi/install.sh http://$base:$PORT/v1; export DSV41_API_KEY=\$(cat $key)"
+  local there
+  there="$(client_host)"
+  info "ready after $((SECONDS - t0)) s: http://127.0.0.1:$PORT/v1 here${there:+, http://$there:$PORT/v1 from other machines}; model deepseek-v4.1-flash; key file $key"
+  info "Pi: pi/install.sh http://${there:-<head-address>}:$PORT/v1; export DSV41_API_KEY=\"\$(cat '$key')\""
 }
 
 case "$cmd" in

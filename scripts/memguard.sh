@@ -34,10 +34,19 @@ log() {
   if [ -n "$log_file" ]; then echo "$line" >>"$log_file"; fi
 }
 
+# Also into the log: the launcher starts the guard with its output discarded.
 die() {
   echo "memguard: $*" >&2
+  if [ -n "$log_file" ]; then echo "$(date '+%Y-%m-%dT%H:%M:%S') memguard[$$]: $*" >>"$log_file"; fi
   exit 2
 }
+
+case "${1:-}" in
+  -h | --help)
+    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
 
 [ $# -ge 1 ] || die "usage: memguard.sh PIDFILE [PIDFILE ...]"
 [[ "$gib" =~ ^[0-9]+([.][0-9]+)?$ ]] || die "MEMGUARD_GIB='$gib' is not a number of GiB"

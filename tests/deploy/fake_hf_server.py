@@ -4,7 +4,7 @@
   GET /<repo>/resolve/<revision>/<path>                              a file's bytes
 
 Like the real hub, a resolve request for an LFS file answers 302 to a separate blob URL
-(/lfs/<path>) that needs no token, so the script's redirect handling is exercised too.
+(/lfs/<path> on another host name and port, as the hub's CDN) that needs no token, so the script's redirect handling is exercised too.
 
 Test hooks (attributes of FakeHF, set before or between runs):
   page_size   entries per tree page; more pages are chained with `Link: <url>; rel="next"`
@@ -46,7 +46,9 @@ class FakeHF:
         self._cut_done = set()
         self._lock = threading.Lock()
         self._httpd = None
+        self._cdn = None
         self.url = None
+        self.cdn_url = None  # the blob store, another host name (localhost) and port
 
     # -- helpers for assertions ------------------------------------------------------------
     def resolve_requests(self, path=None):
@@ -97,13 +99,19 @@ class FakeHF:
         self._httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
         threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        # LFS redirects go to another host, as the hub's go to its CDN: the token must not follow.
+        self._cdn = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._cdn.daemon_threads = True
+        self.cdn_url = f"http://localhost:{self._cdn.server_address[1]}"
+        threading.Thread(target=self._cdn.serve_forever, daemon=True).start()
         return self.url
 
     def stop(self):
-        if self._httpd:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
+        for srv in (self._httpd, self._cdn):
+            if srv:
+                srv.shutdown()
+                srv.server_close()
+        self._httpd = self._cdn = None
 
     def __enter__(self):
         self.start()
@@ -123,7 +131,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _log(self, status):
         with self.hub._lock:
             self.hub.requests.append({"method": self.command, "path": self._path, "status": status,
-                                      "range": self.headers.get("Range")})
+                                      "range": self.headers.get("Range"),
+                                      "auth": self.headers.get("Authorization")})
 
     def _send(self, status, body=b"", headers=()):
         self._log(status)
@@ -165,7 +174,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             elif path in hub.no_lfs:
                 self._body(path)
             else:  # LFS: redirect to the blob store, which needs no token (a signed URL)
-                self._send(302, b"", [("Location", "/lfs/" + urllib.parse.quote(path))])
+                self._send(302, b"", [("Location",
+                                       hub.cdn_url + "/lfs/" + urllib.parse.quote(path))])
         elif self._path.startswith("/lfs/") and self._path[5:] in self.hub.files:
             self._body(self._path[5:])
         else:

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Stands in for `ssh` in the deployment tests: drops ssh's options and the host, then runs the
-# remote command line here, in $FAKE_SSH_HOME (the "worker's home"), with stdin passed through —
-# what sshd does with a command. FAKE_NODE=worker tells stub commands which node they run on;
-# FAKE_SSH_LOG (optional) records "host command" per call.
+# remote command line here, in $FAKE_SSH_HOME (the "worker's home", also its $HOME), with stdin
+# passed through and a fresh environment — what sshd does with a command: nothing of the
+# caller's environment (DSV41_*, MEMGUARD_*, HOME) reaches the "worker" except PATH (for the
+# test's stubs) and FAKE_* switches. FAKE_NODE=worker tells stub commands which node they run
+# on; FAKE_SSH_LOG (optional) records "host command" per call.
 set -euo pipefail
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -16,5 +18,8 @@ host="$1"
 shift
 if [ -n "${FAKE_SSH_LOG:-}" ]; then echo "$host $*" >>"$FAKE_SSH_LOG"; fi
 cd "${FAKE_SSH_HOME:?set FAKE_SSH_HOME}"
-export FAKE_NODE=worker
-exec bash -c "$*"
+keep=(HOME="$FAKE_SSH_HOME" PATH="$PATH" FAKE_NODE=worker)
+while IFS='=' read -r name _; do
+  case "$name" in FAKE_*) [ "$name" = FAKE_NODE ] || keep+=("$name=${!name}") ;; esac
+done < <(env)
+exec env -i "${keep[@]}" bash -c "$*"

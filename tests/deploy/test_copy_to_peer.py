@@ -84,6 +84,26 @@ def main():
         check(rc == 0 and "matches on tester@worker" in out and os.path.exists(extra),
               "VERIFY=1 passes on a good copy; worker-only files are kept", out + err)
 
+        # An SSH session that drops during the verification (exit 255, no output) is a failure,
+        # not "every file matches".
+        flaky = os.path.join(tmp, "flaky_ssh.sh")
+        with open(flaky, "w") as f:
+            f.write('#!/bin/bash\n'
+                    'if [ "${@: -1}" = "-s" ]; then script=$(cat)\n'
+                    '  case "$script" in *"sha256sum -c"*) exit 255 ;; esac\n'
+                    f'  exec {HERE}/fake_ssh.sh "$@" <<<"$script"; fi\n'
+                    f'exec {HERE}/fake_ssh.sh "$@"\n')
+        os.chmod(flaky, 0o755)
+        rc, out, err = run(env, VERIFY="1", SSH=flaky)
+        check(rc == 1 and "exit 255" in err and "matches" not in out,
+              "VERIFY=1 with the SSH session dropping fails", out + err)
+
+        # "~/x" is x in the worker user's home (not a directory named "~").
+        rc, out, err = run(env, WORKER_MODEL_DIR="~/models/m2")
+        check(rc == 0 and os.path.exists(os.path.join(home, "models", "m2", "config.json"))
+              and not os.path.exists(os.path.join(home, "~")),
+              "WORKER_MODEL_DIR=~/models/m2 lands in the worker's home", out + err)
+
         # Corrupt the worker's copy keeping size and mtime: rsync's quick check misses it, the
         # manifest check must not.
         victim = os.path.join(dst, "model-00002-of-00002.safetensors")
@@ -120,9 +140,18 @@ def main():
                 ({"MODEL_DIR": tmp}, "has no config.json", "model dir without config.json"),
                 ({"SSH": "false"}, "cannot reach the worker", "unreachable worker"),
                 ({"VERIFY": "1", "MANIFEST": "nope.txt"}, "nope.txt does not exist",
-                 "VERIFY=1 without a manifest")):
+                 "VERIFY=1 without a manifest"),
+                ({"WORKER_MODEL_DIR": "~bob/m"}, "WORKER_MODEL_DIR=~bob/m",
+                 "a ~user worker path")):
             rc, _, err = run(env, **extra_env)
             check(rc == 1 and want in err, f"refused with a message: {what}", err)
+        p = subprocess.run(["bash", SCRIPT, "--help"], capture_output=True, text=True,
+                           env=env, timeout=30)
+        check(p.returncode == 0 and "WORKER_MODEL_DIR" in p.stdout,
+              "--help prints the settings and copies nothing", p.stdout + p.stderr)
+        p = subprocess.run(["bash", SCRIPT, "extra"], capture_output=True, text=True, env=env,
+                           timeout=30)
+        check(p.returncode == 2 and "no arguments" in p.stderr, "an argument is a usage error")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if FAILS:

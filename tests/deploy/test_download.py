@@ -77,8 +77,9 @@ class DownloadTest(unittest.TestCase):
         self.hub.stop()
         self.tmp.cleanup()
 
-    def run_script(self, **env):
-        """Runs the script against the fake; env values override (None removes a variable)."""
+    def run_script(self, *args, **env):
+        """Runs the script (with `args`) against the fake; env values override (None removes a
+        variable)."""
         full = {k: v for k, v in os.environ.items()
                 if not k.startswith(("HF_", "DSV41_")) and k not in
                 ("MODEL_REPO", "REVISION", "MODEL_DIR", "KEEP_PARTS", "MANIFEST", "CURL_RETRIES")}
@@ -89,7 +90,7 @@ class DownloadTest(unittest.TestCase):
                 full.pop(k, None)
             else:
                 full[k] = v
-        return subprocess.run(["bash", SCRIPT], env=full, capture_output=True, text=True,
+        return subprocess.run(["bash", SCRIPT, *args], env=full, capture_output=True, text=True,
                               timeout=120)
 
     def explain(self, proc):
@@ -212,6 +213,18 @@ class DownloadTest(unittest.TestCase):
         self.assert_ok(proc)
         self.assert_complete(proc)
         self.assertNotIn("hf_secret", proc.stdout + proc.stderr, "token printed")
+        blobs = [r for r in self.hub.requests if r["path"].startswith("/lfs/")]
+        self.assertTrue(blobs, "no request reached the blob store")
+        self.assertEqual([r for r in blobs if r["auth"]], [], "the token was sent to the CDN host")
+
+    def test_help_and_arguments(self):
+        proc = self.run_script("--help")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("HF_ENDPOINT", proc.stdout)
+        self.assertEqual(self.hub.requests, [], "--help contacted the hub")
+        proc = self.run_script("now")
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("no arguments", proc.stderr)
 
     def test_pagination(self):
         self.hub.page_size = 2

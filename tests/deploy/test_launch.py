@@ -83,11 +83,11 @@ esac
             "PATH": self.stubs + os.pathsep + os.environ.get("PATH", ""),
         })
 
-    def run(self, *args, timeout=300, **env):
+    def run(self, *args, timeout=300, cwd=None, **env):
         e = dict(self.env)
         e.update(env)
         p = subprocess.run(["bash", LAUNCH] + list(args), env=e, capture_output=True, text=True,
-                           timeout=timeout, stdin=subprocess.DEVNULL)
+                           timeout=timeout, stdin=subprocess.DEVNULL, cwd=cwd)
         return p.returncode, p.stdout, p.stderr
 
     def worker_path(self, *parts):
@@ -115,6 +115,46 @@ def running(pid):
             return f.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def procs_with(port):
+    """Live processes with the test's unique TP port as an argument (rank 0's --tp-port PORT,
+    rank 1's --peer HOST:PORT)."""
+    found = []
+    for d in os.listdir("/proc"):
+        if d.isdigit() and int(d) != os.getpid() and running(int(d)):
+            try:
+                with open(f"/proc/{d}/cmdline", "rb") as f:
+                    cmd = f.read()
+            except OSError:
+                continue
+            if f"\0{port}\0".encode() in cmd or f":{port}\0".encode() in cmd:
+                found.append(int(d))
+    return found
+
+
+class Squatter:
+    """Something else answering 200 on the port (e.g. the old serving container)."""
+
+    def __init__(self, port):
+        import http.server
+        import threading
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *a):
+                pass
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", port), H)
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.srv.shutdown()
+        self.srv.server_close()
 
 
 def http(port, path, key=None, body=None):
@@ -165,6 +205,20 @@ def test_bad_setup(fx):
           "start names the worker's missing model", err)
     rc, _, err = fx.run("start", SSH="false")
     check(rc == 1 and "cannot reach the worker" in err, "start names an unreachable worker", err)
+    rc, _, err = fx.run("start", MEMGUARD_GIB="2G")
+    check(rc == 1 and "MEMGUARD_GIB='2G'" in err, "a bad MEMGUARD_GIB is refused before starting",
+          err)
+    rc, _, err = fx.run("start", WORKER_MODEL_DIR="~other/model")
+    check(rc == 1 and "WORKER_MODEL_DIR=~other/model" in err, "a ~user worker path is refused",
+          err)
+    squat = Squatter(fx.port)
+    try:
+        rc, _, err = fx.run("start", HEAD_IP="127.0.0.1", WORKER_IP="127.0.0.2")
+        check(rc == 1 and "something already answers" in err and str(fx.port) in err,
+              "a port that already answers /health is refused", err)
+    finally:
+        squat.close()
+    check(not procs_with(fx.tp_port), "nothing started by a refused start")
     rc, _, err = fx.run("logs", "r2")
     check(rc == 2 and "usage" in err, "logs with a bad rank is a usage error", err)
     check(not os.path.exists(os.path.join(fx.state, "r0.pid")), "nothing started by bad setups")
@@ -172,9 +226,18 @@ def test_bad_setup(fx):
 
 def test_lifecycle(fx):
     env = {"HEAD_IP": "127.0.0.1", "WORKER_IP": "127.0.0.2"}
+    # Relative local paths (resolved before the ranks cd into STATE_DIR), worker paths given as
+    # "~/..." (the worker's home), and a DSV41_API_KEY exported for Pi that must not replace the
+    # key file (the server prefers the variable).
+    os.symlink(MODEL, os.path.join(fx.home, "model"))
+    first = dict(env, SERVER_BIN=os.path.relpath(SERVER, fx.tmp),
+                 MODEL_DIR=os.path.relpath(MODEL, fx.tmp), STATE_DIR="head-state",
+                 WORKER_MODEL_DIR="~/model", WORKER_STATE_DIR="~/dsv41-state",
+                 DSV41_API_KEY="stale-key-exported-for-pi")
     t0 = time.time()
-    rc, out, err = fx.run("start", **env)
-    check(rc == 0 and "ready after" in out, f"start: both ranks up ({time.time() - t0:.0f} s)",
+    rc, out, err = fx.run("start", cwd=fx.tmp, **first)
+    check(rc == 0 and "ready after" in out and f"http://127.0.0.1:{fx.port}/v1 here" in out,
+          f"start with relative and ~/ paths: both ranks up ({time.time() - t0:.0f} s)",
           out + err)
     if rc != 0:
         return
@@ -194,10 +257,16 @@ def test_lifecycle(fx):
     check(ok, "a chat completion through the two ranks", f"{status} {body}")
     status, _ = http(fx.port, "/v1/models", "wrong-key")
     check(status == 401, "the generated key is enforced")
-    rc, out, err = fx.run("status")
-    check(rc == 0 and out.count("running, pid") == 2 and ": 200" in out, "status: healthy",
-          out + err)
+    status, _ = http(fx.port, "/v1/models", "stale-key-exported-for-pi")
+    check(status == 401, "an exported DSV41_API_KEY does not replace the key file")
     r0, r1 = fx.pid(os.path.join(fx.state, "r0.pid")), fx.pid(fx.worker_path("r1.pid"))
+    rc, out, err = fx.run("status")
+    check(rc == 0 and f"rank 0 (head): running, pid {r0}\n" in out
+          and f"running, pid {r1}\n" in out and ": 200" in out, "status: healthy, the right pids",
+          out + err)
+    rc, out, err = fx.run("status", SSH="false")
+    check(rc == 1 and "unknown (the worker does not answer" in out
+          and f"running, pid {r0}" in out, "status with the worker unreachable says so", out + err)
     g0, g1 = (fx.pid(os.path.join(fx.state, "memguard.pid")),
               fx.pid(fx.worker_path("memguard.pid")))
     check(all(p and running(p) for p in (r0, r1, g0, g1)),
@@ -208,7 +277,9 @@ def test_lifecycle(fx):
     check(rc == 0 and "listening on http://" in out, "logs r0 shows rank 0's log", out[-2000:])
     rc, out, _ = fx.run("logs", "r1")
     check(rc == 0 and "rank 1" in out.lower(), "logs r1 shows the worker's log", out[-2000:])
-    open(fx.ssh_log, "w").close()
+    rc, out, err = fx.run("stop", SSH="false")
+    check(rc == 1 and "does not answer" in err and not running(r0),
+          "stop with the worker unreachable: rank 0 stopped, the worker named", out + err)
     rc, out, err = fx.run("stop")
     check(rc == 0 and "stopped" in out, "stop", out + err)
     deadline = time.time() + 15
@@ -243,8 +314,9 @@ def test_rank_mismatch(fx):
                           WORKER_MODEL_DIR=other, timeout=240)
     check(rc == 1 and "exited during start-up" in err and "config" in err.lower(),
           "mismatched worker model: start fails naming it, with the log tail", out + err[-3000:])
-    r0, r1 = fx.pid(os.path.join(fx.state, "r0.pid")), fx.pid(fx.worker_path("r1.pid"))
-    check(not any(p and running(p) for p in (r0, r1)), "nothing left running after the failure")
+    left = procs_with(fx.tp_port)
+    check(not left, "nothing left running after the failure (no process with the TP port)",
+          f"{left}")
 
 
 def main():
