@@ -68,6 +68,71 @@ class BindingTest(unittest.TestCase):
                 list(engine.generate([0, 5], top_p=3.0))
             self.assertIn("top_p", str(ctx.exception))
 
+    def test_leaving_generate_early_cancels_and_never_crashes(self):
+        # The ctypes callback outlives every generator (one module-level dispatcher): a break, an
+        # exception in the loop or closing the engine right after used to free it while the
+        # scheduler still called it (segfault).
+        with dsv41.Engine(self.model) as engine:
+            for _ in engine.generate([0, 17], max_tokens=50, temperature=0.0, ignore_eos=True):
+                break
+        engine = dsv41.Engine(self.model)
+        with self.assertRaises(KeyError):
+            for _ in engine.generate([0, 17], max_tokens=50, temperature=0.0, ignore_eos=True):
+                raise KeyError("consumer failed")
+        gen = engine.generate([0, 17], max_tokens=50, temperature=0.0, ignore_eos=True)
+        next(gen)
+        del gen  # collected mid-stream: cancelled
+        # The engine still serves a full request afterwards.
+        events = list(engine.generate([0, 17], max_tokens=4, temperature=0.0, ignore_eos=True))
+        self.assertEqual(events[-1].completion_tokens, 4)
+        engine.close()
+        with self.assertRaises(dsv41.Dsv41Error):
+            next(engine.generate([0, 17], max_tokens=4))
+
+    def test_out_of_range_integers_are_refused_not_wrapped(self):
+        s = dsv41.Session(self.model)
+        with self.assertRaises(ValueError) as ctx:
+            s.append([0, 2**32 + 5])
+        self.assertIn("ids[1]", str(ctx.exception))
+        self.assertEqual(s.position, 0)
+        with self.assertRaises(ValueError):
+            self.model.detokenize([2**32 + 5])
+        with self.assertRaises(ValueError) as ctx:
+            s.rollback(2**64 + 2)
+        self.assertIn("n = ", str(ctx.exception))
+        with self.assertRaises(ValueError):
+            dsv41.Engine(self.model, max_sequences=2**32 + 1)
+        with dsv41.Engine(self.model) as engine:
+            with self.assertRaises(ValueError) as ctx:
+                next(engine.generate([0, 5], seed=2**64 + 7))
+            self.assertIn("seed", str(ctx.exception))
+            with self.assertRaises(ValueError) as ctx:
+                next(engine.generate([0, 2**31]))
+            self.assertIn("prompt[1]", str(ctx.exception))
+
+    def test_failed_constructors_leave_no_destructor_error(self):
+        seen = []
+        old, sys.unraisablehook = sys.unraisablehook, lambda u: seen.append(u)
+        try:
+            with self.assertRaises(dsv41.Dsv41Error):
+                dsv41.Model(os.path.join(FIXTURES, "does-not-exist"))
+            import gc
+            gc.collect()
+        finally:
+            sys.unraisablehook = old
+        self.assertEqual(seen, [], [str(u.exc_value) for u in seen])
+
+    def test_session_fork_reset_tokens_and_model_facts(self):
+        s = dsv41.Session(self.model)
+        s.append([0, 17, 5])
+        self.assertEqual(s.tokens, [0, 17, 5])
+        f = s.fork()
+        self.assertEqual(s.append([9]), f.append([9]))
+        s.reset()
+        self.assertEqual((s.position, s.tokens, f.position), (0, [], 4))
+        self.assertGreaterEqual(self.model.bos_token, 0)
+        self.assertTrue(dsv41._ffi.lib().dsv41_version().decode())
+
 
 if __name__ == "__main__":
     sys.exit(0 if unittest.main(exit=False).result.wasSuccessful() else 1)

@@ -14,8 +14,10 @@ next to this package (build/libdsv41/src/capi), else the system loader path.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import queue
+import threading
 from dataclasses import dataclass
 from typing import Iterator, Optional, Sequence
 
@@ -37,14 +39,36 @@ def _check(status: int) -> None:
         raise Dsv41Error(status, _ffi.last_error())
 
 
+_RANGES = {ctypes.c_int32: (-(2**31), 2**31 - 1), ctypes.c_int64: (-(2**63), 2**63 - 1),
+           ctypes.c_uint64: (0, 2**64 - 1), ctypes.c_size_t: (0, 2**64 - 1)}
+
+
+def _int(name: str, value, ctype=ctypes.c_int64) -> int:
+    """value as an int that `ctype` holds; ValueError naming `name` otherwise (ctypes would wrap
+    2**32 + 5 to 5 silently)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    lo, hi = _RANGES[ctype]
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} = {value} is outside [{lo}, {hi}]")
+    return value
+
+
+def _i32_array(name: str, values: Sequence[int]):
+    for i, v in enumerate(values):
+        _int(f"{name}[{i}]", v, ctypes.c_int32)
+    return (ctypes.c_int32 * len(values))(*values)
+
+
 class Model:
     """A loaded checkpoint directory (config.json, shards, tokenizer.json)."""
 
     def __init__(self, model_dir: str, threads: int = 0, backend: str = ""):
+        self._handle = None  # close() is safe even when the load below fails
         lib = _ffi.lib()
         params = lib.dsv41_model_default_params()
         params.model_dir = os.fsencode(model_dir)
-        params.threads = threads
+        params.threads = _int("threads", threads, ctypes.c_int32)
         params.backend = backend.encode() if backend else None
         handle = ctypes.c_void_p()
         _check(lib.dsv41_model_load(ctypes.byref(params), ctypes.byref(handle)))
@@ -80,8 +104,12 @@ class Model:
             _check(st)
             return list(buf[: n.value])
 
+    @property
+    def bos_token(self) -> int:
+        return _ffi.lib().dsv41_model_bos_token(self._handle)
+
     def detokenize(self, ids: Sequence[int]) -> str:
-        arr = (ctypes.c_int32 * len(ids))(*ids)
+        arr = _i32_array("ids", ids)
         cap = 16 * len(ids) + 16
         while True:
             buf = ctypes.create_string_buffer(cap)
@@ -98,10 +126,11 @@ class Session:
     """One sequence driven synchronously: append tokens, get logits."""
 
     def __init__(self, model: Model, max_context: int = 262144, chunk_tokens: int = 2048):
+        self._handle = None
         lib = _ffi.lib()
         params = lib.dsv41_session_default_params()
-        params.max_context = max_context
-        params.chunk_tokens = chunk_tokens
+        params.max_context = _int("max_context", max_context)
+        params.chunk_tokens = _int("chunk_tokens", chunk_tokens)
         handle = ctypes.c_void_p()
         _check(lib.dsv41_session_create(model._handle, ctypes.byref(params), ctypes.byref(handle)))
         self._handle = handle
@@ -117,7 +146,7 @@ class Session:
 
     def append(self, ids: Sequence[int], all_logits: bool = False) -> list[float]:
         """Logits of the last token ([vocab]) or of every appended token ([n * vocab])."""
-        arr = (ctypes.c_int32 * len(ids))(*ids)
+        arr = _i32_array("ids", ids)
         cap = self._vocab * (len(ids) if all_logits else 1)
         out = (ctypes.c_float * cap)()
         n = ctypes.c_size_t()
@@ -131,7 +160,29 @@ class Session:
 
     def rollback(self, n: int) -> None:
         """Undoes the last n positions exactly (speculative decoding; at most 16)."""
-        _check(_ffi.lib().dsv41_session_rollback(self._handle, n))
+        _check(_ffi.lib().dsv41_session_rollback(self._handle, _int("n", n)))
+
+    def reset(self) -> None:
+        """Back to an empty sequence (position 0)."""
+        _check(_ffi.lib().dsv41_session_reset(self._handle))
+
+    def fork(self) -> "Session":
+        """An independent copy of this session's state."""
+        handle = ctypes.c_void_p()
+        _check(_ffi.lib().dsv41_session_fork(self._handle, ctypes.byref(handle)))
+        other = Session.__new__(Session)
+        other._handle, other._vocab = handle, self._vocab
+        return other
+
+    @property
+    def tokens(self) -> list[int]:
+        n = ctypes.c_size_t()
+        _check_size = _ffi.lib().dsv41_session_tokens(self._handle, None, 0, ctypes.byref(n))
+        if _check_size not in (0, _ffi.BUFFER_TOO_SMALL):
+            _check(_check_size)
+        buf = (ctypes.c_int32 * n.value)()
+        _check(_ffi.lib().dsv41_session_tokens(self._handle, buf, n.value, ctypes.byref(n)))
+        return list(buf[: n.value])
 
 
 @dataclass
@@ -146,26 +197,87 @@ class Event:
     completion_tokens: int
 
 
+# One ctypes callback for every engine of the process, never freed: a request's callback may run
+# on the scheduler thread after its generator was abandoned, and even after dsv41_engine_free
+# returned on that thread (the engine then finishes its requests with aborted events). Events
+# are routed by user_data (the engine's key) and request id to the generator's queue.
+_ENGINES: dict = {}  # key -> _Routes
+_ENGINE_KEYS = itertools.count(1)
+
+
+class _Routes:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.queues: dict = {}  # request id -> queue (made by whichever side comes first)
+        self.abandoned: set = set()  # request ids whose generator exited before FINISHED
+
+    def queue_of(self, rid: int) -> "queue.Queue":
+        with self.lock:
+            return self.queues.setdefault(rid, queue.Queue())
+
+
+def _dispatch(ev_ptr, user_data) -> None:
+    # Never raises into C: a lost FINISHED event would leave a generator waiting forever.
+    try:
+        routes = _ENGINES.get(user_data or 0)
+        if routes is None:
+            return
+        ev = ev_ptr.contents
+        finished = ev.kind == 1
+        try:
+            text = ctypes.string_at(ev.text, ev.text_len).decode("utf-8", "replace")
+            err = ev.error_message.decode("utf-8", "replace") if ev.error_message else ""
+            item = (Event(ev.request_id, finished, ev.token, text,
+                          {1: "stop", 2: "length"}.get(ev.finish_reason, ""), ev.prompt_tokens,
+                          ev.cached_tokens, ev.completion_tokens), ev.status, err)
+        except Exception as e:  # noqa: BLE001 - reported through the event instead
+            finished = True
+            item = (Event(ev.request_id, True, -1, "", "", 0, 0, 0), 11,
+                    f"python binding: could not read the event: {e!r}")
+        with routes.lock:
+            if finished and ev.request_id in routes.abandoned:
+                routes.abandoned.discard(ev.request_id)
+                routes.queues.pop(ev.request_id, None)
+                return
+            q = routes.queues.setdefault(ev.request_id, queue.Queue())
+        q.put(item)
+    except BaseException:  # noqa: BLE001 - nothing may cross back into C
+        pass
+
+
+_DISPATCH = _ffi.EVENT_CALLBACK(_dispatch)
+
+
 class Engine:
     """The scheduler: streaming generation of several requests at once."""
 
     def __init__(self, model: Model, max_sequences: int = 2, max_batched_tokens: int = 2048,
                  max_context: int = 262144, kv_bytes: int = 2_700_000_000):
+        self._handle = None
         lib = _ffi.lib()
         params = lib.dsv41_engine_default_params()
-        params.max_sequences = max_sequences
-        params.max_batched_tokens = max_batched_tokens
-        params.max_context = max_context
-        params.kv_bytes = kv_bytes
+        params.max_sequences = _int("max_sequences", max_sequences, ctypes.c_int32)
+        params.max_batched_tokens = _int("max_batched_tokens", max_batched_tokens)
+        params.max_context = _int("max_context", max_context)
+        params.kv_bytes = _int("kv_bytes", kv_bytes)
+        self._key = next(_ENGINE_KEYS)
+        self._routes = _Routes()
+        _ENGINES[self._key] = self._routes
         handle = ctypes.c_void_p()
-        _check(lib.dsv41_engine_create(model._handle, ctypes.byref(params), ctypes.byref(handle)))
+        try:
+            _check(lib.dsv41_engine_create(model._handle, ctypes.byref(params),
+                                           ctypes.byref(handle)))
+        except BaseException:
+            _ENGINES.pop(self._key, None)
+            raise
         self._handle = handle
-        self._callbacks = {}  # keeps ctypes callbacks alive until their request finishes
 
     def close(self) -> None:
-        if self._handle:
+        """Frees the engine: running requests end (their generators raise `aborted`)."""
+        if getattr(self, "_handle", None):
             _ffi.lib().dsv41_engine_free(self._handle)
             self._handle = None
+            _ENGINES.pop(self._key, None)
 
     def __enter__(self):
         return self
@@ -181,46 +293,50 @@ class Engine:
                  seed: Optional[int] = None, stop: Sequence[str] = (),
                  stop_token_ids: Sequence[int] = (), ignore_eos: bool = False) -> Iterator[Event]:
         """Submits one request and yields its events; the last has finished=True. A failed
-        request raises Dsv41Error after its partial events."""
+        request raises Dsv41Error after its partial events. Leaving the loop early (break, an
+        exception, the generator collected) cancels the request."""
+        if not self._handle:
+            raise Dsv41Error(1, "generate: the engine is closed")
         lib = _ffi.lib()
         sp = lib.dsv41_sampler_default_params()
-        sp.temperature, sp.top_k, sp.top_p, sp.min_p = temperature, top_k, top_p, min_p
+        sp.temperature, sp.top_p, sp.min_p = temperature, top_p, min_p
+        sp.top_k = _int("top_k", top_k, ctypes.c_int32)
         if seed is not None:
-            sp.has_seed, sp.seed = 1, seed
+            sp.has_seed, sp.seed = 1, _int("seed", seed)
         st = lib.dsv41_stop_default_params()
         stop_bytes = [s.encode("utf-8") for s in stop]
         stop_arr = (ctypes.c_char_p * len(stop_bytes))(*stop_bytes)
-        ids_arr = (ctypes.c_int32 * len(stop_token_ids))(*stop_token_ids)
+        ids_arr = _i32_array("stop_token_ids", stop_token_ids)
         st.stop, st.n_stop = ctypes.cast(stop_arr, ctypes.POINTER(ctypes.c_char_p)), len(stop_bytes)
         st.stop_token_ids, st.n_stop_token_ids = ids_arr, len(stop_token_ids)
-        st.max_tokens, st.ignore_eos = max_tokens, int(ignore_eos)
-        events: "queue.Queue[tuple]" = queue.Queue()
-
-        def on_event(ev_ptr, _user):
-            ev = ev_ptr.contents
-            text = ctypes.string_at(ev.text, ev.text_len).decode("utf-8") if ev.text_len else ""
-            err = ev.error_message.decode("utf-8") if ev.error_message else ""
-            events.put((Event(ev.request_id, ev.kind == 1, ev.token, text,
-                              {1: "stop", 2: "length"}.get(ev.finish_reason, ""),
-                              ev.prompt_tokens, ev.cached_tokens, ev.completion_tokens),
-                        ev.status, err))
-
-        cb = _ffi.EVENT_CALLBACK(on_event)
-        prompt_arr = (ctypes.c_int32 * len(prompt))(*prompt)
+        st.max_tokens, st.ignore_eos = _int("max_tokens", max_tokens), int(ignore_eos)
+        prompt_arr = _i32_array("prompt", prompt)
         rid = ctypes.c_uint64()
         _check(lib.dsv41_engine_submit(self._handle, prompt_arr, len(prompt), ctypes.byref(sp),
-                                       ctypes.byref(st), cb, None, ctypes.byref(rid)))
-        self._callbacks[rid.value] = cb
+                                       ctypes.byref(st), _DISPATCH, ctypes.c_void_p(self._key),
+                                       ctypes.byref(rid)))
+        routes, request = self._routes, rid.value
+        events = routes.queue_of(request)
+        finished = False
         try:
             while True:
                 event, status, err = events.get()
-                if event.finished and status != 0:
+                finished = event.finished
+                if finished and status != 0:
                     raise Dsv41Error(status, err)
                 yield event
-                if event.finished:
+                if finished:
                     return
         finally:
-            self._callbacks.pop(rid.value, None)
+            with routes.lock:
+                if finished:
+                    routes.queues.pop(request, None)
+                else:  # its FINISHED event is still to come: drop it there
+                    routes.abandoned.add(request)
+                    routes.queues.pop(request, None)
+            if not finished and self._handle:
+                lib.dsv41_engine_cancel(self._handle, request)  # may have just finished: ignored
 
     def cancel(self, request_id: int) -> None:
-        _check(_ffi.lib().dsv41_engine_cancel(self._handle, request_id))
+        _check(_ffi.lib().dsv41_engine_cancel(self._handle, _int("request_id", request_id,
+                                                                ctypes.c_uint64)))

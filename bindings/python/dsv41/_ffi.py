@@ -1,4 +1,5 @@
-"""ctypes declarations of dsv41.h (kept 1:1 with the header; see libdsv41/include/dsv41/dsv41.h)."""
+"""ctypes declarations of every function of dsv41.h (libdsv41/include/dsv41/dsv41.h); a function
+used without a declaration here would get ctypes' default int restype and truncate pointers."""
 
 import ctypes
 import os
@@ -76,10 +77,12 @@ def lib():
     sigs = {
         "dsv41_status_name": (ctypes.c_char_p, [ctypes.c_int]),
         "dsv41_last_error_message": (ctypes.c_char_p, []),
+        "dsv41_version": (ctypes.c_char_p, []),
         "dsv41_model_default_params": (ModelParams, []),
         "dsv41_model_load": (ctypes.c_int, [P(ModelParams), P(vp)]),
         "dsv41_model_free": (None, [vp]),
         "dsv41_model_vocab_size": (i64, [vp]),
+        "dsv41_model_bos_token": (i32, [vp]),
         "dsv41_model_eos_token": (i32, [vp]),
         "dsv41_tokenize": (ctypes.c_int, [vp, ctypes.c_char_p, sz, ctypes.c_int, P(i32), sz, P(sz)]),
         "dsv41_detokenize": (ctypes.c_int, [vp, P(i32), sz, ctypes.c_char_p, sz, P(sz)]),
@@ -89,6 +92,9 @@ def lib():
         "dsv41_session_append": (ctypes.c_int, [vp, P(i32), sz, ctypes.c_int, P(ctypes.c_float), sz, P(sz)]),
         "dsv41_session_position": (i64, [vp]),
         "dsv41_session_rollback": (ctypes.c_int, [vp, i64]),
+        "dsv41_session_reset": (ctypes.c_int, [vp]),
+        "dsv41_session_fork": (ctypes.c_int, [vp, P(vp)]),
+        "dsv41_session_tokens": (ctypes.c_int, [vp, P(i32), sz, P(sz)]),
         "dsv41_engine_default_params": (EngineParams, []),
         "dsv41_sampler_default_params": (SamplerParams, []),
         "dsv41_stop_default_params": (StopParams, []),

@@ -1,5 +1,6 @@
-/* dsv41.h: the C ABI of libdsv41, a thin 1:1 shim over the C++ API (model.hpp, session.hpp,
- * engine.hpp). Handles are opaque. Ownership: every *_load / *_create that succeeds gives the
+/* dsv41.h: the C ABI of libdsv41, a thin shim over the C++ API (model.hpp, session.hpp,
+ * engine.hpp): one function per C++ call it exposes (not exposed: ModelInfo beyond vocabulary
+ * and special tokens, Engine::stats, the Sampler class on its own). Handles are opaque. Ownership: every *_load / *_create that succeeds gives the
  * caller a handle it must release with the matching *_free (NULL is accepted); strings and arrays
  * passed in are copied before the call returns; strings passed to callbacks are valid only during
  * the callback. Errors: every fallible call returns a dsv41_status; on failure
@@ -59,8 +60,10 @@ DSV41_CAPI int64_t dsv41_model_vocab_size(const dsv41_model* model);
 DSV41_CAPI int32_t dsv41_model_bos_token(const dsv41_model* model);
 DSV41_CAPI int32_t dsv41_model_eos_token(const dsv41_model* model);
 
-/* Writes up to `capacity` ids to `ids` and the total count to *n_out. DSV41_ERR_BUFFER_TOO_SMALL
- * when capacity < *n_out (call again with a larger buffer). */
+/* Writes the ids to `ids` and their count to *n_out. The buffer rule of every call with an output
+ * buffer: DSV41_ERR_BUFFER_TOO_SMALL when capacity < *n_out, with *n_out set and nothing written
+ * to the buffer (call again with a larger one; capacity 0 and a NULL buffer ask for the size); a
+ * NULL buffer with capacity > 0 is DSV41_ERR_INVALID_ARGUMENT. */
 DSV41_CAPI dsv41_status dsv41_tokenize(const dsv41_model* model, const char* text, size_t text_len,
                                        int parse_special, int32_t* ids, size_t capacity,
                                        size_t* n_out);
@@ -84,8 +87,11 @@ DSV41_CAPI dsv41_status dsv41_session_create(const dsv41_model* model,
                                              dsv41_session** out);
 DSV41_CAPI void dsv41_session_free(dsv41_session* session);
 /* Appends n ids; writes the logits of the last token ([vocab]) or of all n tokens ([n, vocab],
- * all_logits != 0) to `logits` (capacity in floats; count in *n_out; BUFFER_TOO_SMALL rule; the
- * tokens are committed even then). */
+ * all_logits != 0) to `logits` (capacity in floats; count in *n_out). What a failure leaves:
+ * DSV41_ERR_BUFFER_TOO_SMALL: the tokens ARE committed (only the logits are not written);
+ * DSV41_ERR_INVALID_ARGUMENT (a bad id, empty input, NULL buffer) and DSV41_ERR_CONTEXT_OVERFLOW:
+ * nothing committed; DSV41_ERR_OUT_OF_MEMORY / DSV41_ERR_INTERNAL inside the forward pass: the
+ * session is reset to position 0 (its state is discarded). */
 DSV41_CAPI dsv41_status dsv41_session_append(dsv41_session* session, const int32_t* ids, size_t n,
                                              int all_logits, float* logits, size_t capacity,
                                              size_t* n_out);
@@ -93,6 +99,14 @@ DSV41_CAPI int64_t dsv41_session_position(const dsv41_session* session);
 /* Undoes the last n positions exactly (at most 16, and at most what was appended since the last
  * rollback); DSV41_ERR_INVALID_ARGUMENT past those limits, nothing changed then. */
 DSV41_CAPI dsv41_status dsv41_session_rollback(dsv41_session* session, int64_t n);
+/* Back to an empty sequence (position 0). */
+DSV41_CAPI dsv41_status dsv41_session_reset(dsv41_session* session);
+/* A new, independent session with a copy of this one's state (prefix reuse, branches); free it
+ * with dsv41_session_free. On failure *out is NULL. */
+DSV41_CAPI dsv41_status dsv41_session_fork(const dsv41_session* session, dsv41_session** out);
+/* The session's token ids (position() of them), buffer rule as dsv41_tokenize. */
+DSV41_CAPI dsv41_status dsv41_session_tokens(const dsv41_session* session, int32_t* ids,
+                                             size_t capacity, size_t* n_out);
 
 /* ---- engine: scheduled, streaming generation ------------------------------------------- */
 typedef struct dsv41_engine dsv41_engine;
@@ -148,7 +162,10 @@ typedef struct dsv41_event {
   int64_t prompt_tokens, cached_tokens, completion_tokens;
 } dsv41_event;
 
-/* Runs on the engine's scheduler thread; must not block or free the engine. */
+/* Runs on the engine's scheduler thread, one event at a time; must not block. It may call
+ * dsv41_engine_submit / dsv41_engine_cancel, and dsv41_engine_free (which then returns at once:
+ * the other requests get their FINISHED events with DSV41_ERR_ABORTED after this callback
+ * returns, so the callback and user_data must stay valid for those). */
 typedef void (*dsv41_event_callback)(const dsv41_event* event, void* user_data);
 
 DSV41_CAPI dsv41_engine_params dsv41_engine_default_params(void);
@@ -157,7 +174,8 @@ DSV41_CAPI dsv41_stop_params dsv41_stop_default_params(void);
 DSV41_CAPI dsv41_status dsv41_engine_create(const dsv41_model* model,
                                             const dsv41_engine_params* params,
                                             dsv41_engine** out);
-/* Cancels every request (each gets its FINISHED event with DSV41_ERR_ABORTED), joins, frees. */
+/* Cancels every request (each gets its FINISHED event with DSV41_ERR_ABORTED), joins, frees.
+ * From a callback: does not join (see dsv41_event_callback). */
 DSV41_CAPI void dsv41_engine_free(dsv41_engine* engine);
 /* Every accepted request gets exactly one FINISHED event. NULL sampler/stop = defaults. */
 DSV41_CAPI dsv41_status dsv41_engine_submit(dsv41_engine* engine, const int32_t* prompt, size_t n,

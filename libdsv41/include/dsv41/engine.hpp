@@ -2,7 +2,9 @@
 // run up to max_sequences at a time with chunked prefill and continuous batching (new requests
 // join between steps), and stream events to a callback. Owns one scheduler thread.
 // Thread-safety: submit/cancel/stats/shutdown may be called from any thread. Callbacks run on
-// the scheduler thread, one at a time; they must not block and must not call shutdown().
+// the scheduler thread, one at a time; they must not block. shutdown() (or destroying the
+// Engine) from a callback returns at once: the scheduler ends the other requests with kAborted
+// events after that callback returns, then frees itself (the Model stays alive until then).
 #pragma once
 
 #include <cstdint>

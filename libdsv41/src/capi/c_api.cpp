@@ -1,10 +1,10 @@
 // The C ABI (dsv41.h): one shim per C++ call; handles own the C++ objects; exceptions and
 // statuses become dsv41_status + a thread-local message.
-#include "dsv41/dsv41.h"
-
 #include <cstring>
+#include <stdexcept>
 #include <string>
 
+#include "dsv41/dsv41.h"
 #include "dsv41/engine.hpp"
 #include "dsv41/model.hpp"
 #include "dsv41/session.hpp"
@@ -22,29 +22,51 @@ struct dsv41_engine {
 namespace {
 
 thread_local std::string g_last_error;
+// Set instead of g_last_error when storing the message itself failed (no host memory left):
+// a static string, so reporting the failure allocates nothing.
+thread_local const char* g_static_error = nullptr;
+
+// Stores the thread's last error message; never throws.
+void set_error(std::string_view message) noexcept {
+  try {
+    g_last_error.assign(message);
+    g_static_error = nullptr;
+  } catch (...) {
+    g_static_error = "out of host memory (the error message could not be stored)";
+  }
+}
 
 dsv41_status to_c(dsv41::ErrorCode c) { return static_cast<dsv41_status>(static_cast<int>(c)); }
 
-dsv41_status fail(const dsv41::Status& st) {
-  g_last_error = st.message();
+dsv41_status fail(const dsv41::Status& st) noexcept {
+  set_error(st.message());
   return to_c(st.code());
 }
 
-dsv41_status invalid(const std::string& message) {
-  g_last_error = message;
+dsv41_status invalid(std::string_view message) noexcept {
+  set_error(message);
   return DSV41_ERR_INVALID_ARGUMENT;
 }
 
-// Runs fn() and converts any escaping exception (allocation failure) into a status.
+// Counts above this many elements cannot be an array in memory (any element is >= 4 bytes).
+constexpr size_t kMaxCount = static_cast<size_t>(PTRDIFF_MAX) / 4;
+
+// Runs fn() and converts anything escaping into a status: nothing crosses the C ABI.
 template <typename Fn>
 dsv41_status guarded(Fn&& fn) noexcept {
   try {
     return fn();
   } catch (const std::bad_alloc&) {
-    g_last_error = "out of host memory";
+    g_static_error = "out of host memory";
     return DSV41_ERR_OUT_OF_MEMORY;
+  } catch (const std::length_error& e) {
+    set_error(std::string("a size is too large: ") + e.what());
+    return DSV41_ERR_INVALID_ARGUMENT;
   } catch (const std::exception& e) {
-    g_last_error = e.what();
+    set_error(e.what());
+    return DSV41_ERR_INTERNAL;
+  } catch (...) {
+    g_static_error = "unknown exception";
     return DSV41_ERR_INTERNAL;
   }
 }
@@ -65,10 +87,11 @@ dsv41::SamplerParams sampler_from_c(const dsv41_sampler_params* p) {
   return s;
 }
 
+// p's arrays are checked by dsv41_engine_submit first (non-null entries, counts).
 dsv41::StopParams stop_from_c(const dsv41_stop_params* p) {
   dsv41::StopParams s;
   if (p == nullptr) return s;
-  for (size_t i = 0; i < p->n_stop; ++i) s.stop.emplace_back(p->stop[i] ? p->stop[i] : "");
+  for (size_t i = 0; i < p->n_stop; ++i) s.stop.emplace_back(p->stop[i]);
   s.stop_token_ids.assign(p->stop_token_ids, p->stop_token_ids + p->n_stop_token_ids);
   s.max_tokens = p->max_tokens;
   s.ignore_eos = p->ignore_eos != 0;
@@ -86,10 +109,14 @@ const char* dsv41_status_name(dsv41_status status) {
   return dsv41::error_code_name(static_cast<dsv41::ErrorCode>(status));
 }
 
-const char* dsv41_last_error_message(void) { return g_last_error.c_str(); }
+const char* dsv41_last_error_message(void) {
+  return g_static_error != nullptr ? g_static_error : g_last_error.c_str();
+}
 const char* dsv41_version(void) { return "0.1.0"; }
 
-dsv41_model_params dsv41_model_default_params(void) { return dsv41_model_params{nullptr, 0, nullptr}; }
+dsv41_model_params dsv41_model_default_params(void) {
+  return dsv41_model_params{nullptr, 0, nullptr};
+}
 
 dsv41_status dsv41_model_load(const dsv41_model_params* params, dsv41_model** out) {
   if (out == nullptr) return invalid("dsv41_model_load: out is NULL");
@@ -109,20 +136,29 @@ dsv41_status dsv41_model_load(const dsv41_model_params* params, dsv41_model** ou
 
 void dsv41_model_free(dsv41_model* model) { delete model; }
 int64_t dsv41_model_vocab_size(const dsv41_model* m) { return m ? m->model.info().vocab_size : 0; }
-int32_t dsv41_model_bos_token(const dsv41_model* m) { return m ? m->model.info().bos_token_id : -1; }
-int32_t dsv41_model_eos_token(const dsv41_model* m) { return m ? m->model.info().eos_token_id : -1; }
+int32_t dsv41_model_bos_token(const dsv41_model* m) {
+  return m ? m->model.info().bos_token_id : -1;
+}
+int32_t dsv41_model_eos_token(const dsv41_model* m) {
+  return m ? m->model.info().eos_token_id : -1;
+}
 
 dsv41_status dsv41_tokenize(const dsv41_model* model, const char* text, size_t text_len,
                             int parse_special, int32_t* ids, size_t capacity, size_t* n_out) {
-  if (model == nullptr || n_out == nullptr || (text == nullptr && text_len > 0))
-    return invalid("dsv41_tokenize: model, n_out and text must not be NULL");
+  if (model == nullptr) return invalid("dsv41_tokenize: model is NULL");
+  if (n_out == nullptr) return invalid("dsv41_tokenize: n_out is NULL");
+  if (text == nullptr && text_len > 0)
+    return invalid("dsv41_tokenize: text is NULL with text_len > 0");
+  if (ids == nullptr && capacity > 0)
+    return invalid("dsv41_tokenize: ids is NULL with capacity > 0");
   return guarded([&] {
-    auto r = model->model.tokenize(std::string_view(text ? text : "", text_len), parse_special != 0);
+    auto r =
+        model->model.tokenize(std::string_view(text ? text : "", text_len), parse_special != 0);
     if (!r.is_ok()) return fail(r.status());
     *n_out = r->size();
-    if (r->size() > capacity || (ids == nullptr && !r->empty())) {
-      g_last_error = "dsv41_tokenize: " + std::to_string(r->size()) + " ids do not fit capacity " +
-                     std::to_string(capacity);
+    if (r->size() > capacity) {
+      set_error("dsv41_tokenize: " + std::to_string(r->size()) + " ids do not fit capacity " +
+                std::to_string(capacity));
       return DSV41_ERR_BUFFER_TOO_SMALL;
     }
     if (!r->empty()) std::memcpy(ids, r->data(), r->size() * sizeof(int32_t));
@@ -132,15 +168,19 @@ dsv41_status dsv41_tokenize(const dsv41_model* model, const char* text, size_t t
 
 dsv41_status dsv41_detokenize(const dsv41_model* model, const int32_t* ids, size_t n, char* buf,
                               size_t capacity, size_t* len_out) {
-  if (model == nullptr || len_out == nullptr || (ids == nullptr && n > 0))
-    return invalid("dsv41_detokenize: model, len_out and ids must not be NULL");
+  if (model == nullptr) return invalid("dsv41_detokenize: model is NULL");
+  if (len_out == nullptr) return invalid("dsv41_detokenize: len_out is NULL");
+  if (ids == nullptr && n > 0) return invalid("dsv41_detokenize: ids is NULL with n > 0");
+  if (n > kMaxCount) return invalid("dsv41_detokenize: n is too large");
+  if (buf == nullptr && capacity > 0)
+    return invalid("dsv41_detokenize: buf is NULL with capacity > 0");
   return guarded([&] {
     auto r = model->model.detokenize(std::span<const int32_t>(ids, n));
     if (!r.is_ok()) return fail(r.status());
     *len_out = r->size();
-    if (r->size() > capacity || (buf == nullptr && !r->empty())) {
-      g_last_error = "dsv41_detokenize: " + std::to_string(r->size()) +
-                     " bytes do not fit capacity " + std::to_string(capacity);
+    if (r->size() > capacity) {
+      set_error("dsv41_detokenize: " + std::to_string(r->size()) + " bytes do not fit capacity " +
+                std::to_string(capacity));
       return DSV41_ERR_BUFFER_TOO_SMALL;
     }
     if (!r->empty()) std::memcpy(buf, r->data(), r->size());
@@ -175,15 +215,20 @@ void dsv41_session_free(dsv41_session* session) { delete session; }
 
 dsv41_status dsv41_session_append(dsv41_session* session, const int32_t* ids, size_t n,
                                   int all_logits, float* logits, size_t capacity, size_t* n_out) {
-  if (session == nullptr || n_out == nullptr || (ids == nullptr && n > 0))
-    return invalid("dsv41_session_append: session, n_out and ids must not be NULL");
+  if (session == nullptr) return invalid("dsv41_session_append: session is NULL");
+  if (n_out == nullptr) return invalid("dsv41_session_append: n_out is NULL");
+  if (ids == nullptr && n > 0) return invalid("dsv41_session_append: ids is NULL with n > 0");
+  if (n > kMaxCount) return invalid("dsv41_session_append: n is too large");
+  // Checked before the append: a NULL buffer must not cost the caller the appended tokens.
+  if (logits == nullptr && capacity > 0)
+    return invalid("dsv41_session_append: logits is NULL with capacity > 0");
   return guarded([&] {
     auto r = session->session.append(std::span<const int32_t>(ids, n), all_logits != 0);
     if (!r.is_ok()) return fail(r.status());
     *n_out = r->size();
-    if (r->size() > capacity || logits == nullptr) {
-      g_last_error = "dsv41_session_append: " + std::to_string(r->size()) +
-                     " logits do not fit capacity " + std::to_string(capacity);
+    if (r->size() > capacity) {
+      set_error("dsv41_session_append: " + std::to_string(r->size()) +
+                " logits do not fit capacity " + std::to_string(capacity));
       return DSV41_ERR_BUFFER_TOO_SMALL;
     }
     std::memcpy(logits, r->data(), r->size() * sizeof(float));
@@ -201,9 +246,48 @@ dsv41_status dsv41_session_rollback(dsv41_session* session, int64_t n) {
   });
 }
 
+dsv41_status dsv41_session_reset(dsv41_session* session) {
+  if (session == nullptr) return invalid("dsv41_session_reset: session is NULL");
+  return guarded([&] {
+    session->session.reset();
+    return DSV41_OK;
+  });
+}
+
+dsv41_status dsv41_session_fork(const dsv41_session* session, dsv41_session** out) {
+  if (out == nullptr) return invalid("dsv41_session_fork: out is NULL");
+  *out = nullptr;
+  if (session == nullptr) return invalid("dsv41_session_fork: session is NULL");
+  return guarded([&] {
+    auto f = session->session.fork();
+    if (!f.is_ok()) return fail(f.status());
+    *out = new dsv41_session{std::move(f).value()};
+    return DSV41_OK;
+  });
+}
+
+dsv41_status dsv41_session_tokens(const dsv41_session* session, int32_t* ids, size_t capacity,
+                                  size_t* n_out) {
+  if (session == nullptr) return invalid("dsv41_session_tokens: session is NULL");
+  if (n_out == nullptr) return invalid("dsv41_session_tokens: n_out is NULL");
+  if (ids == nullptr && capacity > 0)
+    return invalid("dsv41_session_tokens: ids is NULL with capacity > 0");
+  return guarded([&] {
+    const std::vector<int32_t>& t = session->session.tokens();
+    *n_out = t.size();
+    if (t.size() > capacity) {
+      set_error("dsv41_session_tokens: " + std::to_string(t.size()) + " ids do not fit capacity " +
+                std::to_string(capacity));
+      return DSV41_ERR_BUFFER_TOO_SMALL;
+    }
+    if (!t.empty()) std::memcpy(ids, t.data(), t.size() * sizeof(int32_t));
+    return DSV41_OK;
+  });
+}
+
 dsv41_engine_params dsv41_engine_default_params(void) {
   dsv41::EngineParams d;
-  return dsv41_engine_params{d.max_sequences, d.max_batched_tokens, d.max_context,
+  return dsv41_engine_params{d.max_sequences, d.max_batched_tokens,   d.max_context,
                              d.kv_bytes,      d.prefix_cache_entries, d.max_queue};
 }
 
@@ -251,16 +335,36 @@ dsv41_status dsv41_engine_create(const dsv41_model* model, const dsv41_engine_pa
 void dsv41_engine_free(dsv41_engine* engine) { delete engine; }
 
 dsv41_status dsv41_engine_submit(dsv41_engine* engine, const int32_t* prompt, size_t n,
-                                 const dsv41_sampler_params* sampler,
-                                 const dsv41_stop_params* stop, dsv41_event_callback callback,
-                                 void* user_data, uint64_t* request_id_out) {
-  if (engine == nullptr || callback == nullptr || (prompt == nullptr && n > 0))
-    return invalid("dsv41_engine_submit: engine, callback and prompt must not be NULL");
-  if (stop != nullptr && stop->n_stop > 0 && stop->stop == nullptr)
-    return invalid("dsv41_engine_submit: stop->stop is NULL with n_stop > 0");
-  if (sampler != nullptr && sampler->n_logit_bias > 0 &&
-      (sampler->logit_bias_ids == nullptr || sampler->logit_bias_values == nullptr))
-    return invalid("dsv41_engine_submit: logit_bias arrays are NULL with n_logit_bias > 0");
+                                 const dsv41_sampler_params* sampler, const dsv41_stop_params* stop,
+                                 dsv41_event_callback callback, void* user_data,
+                                 uint64_t* request_id_out) {
+  if (engine == nullptr) return invalid("dsv41_engine_submit: engine is NULL");
+  if (callback == nullptr) return invalid("dsv41_engine_submit: callback is NULL");
+  if (prompt == nullptr && n > 0) return invalid("dsv41_engine_submit: prompt is NULL with n > 0");
+  if (n > kMaxCount) return invalid("dsv41_engine_submit: n (prompt length) is too large");
+  if (stop != nullptr) {
+    if (stop->n_stop > kMaxCount) return invalid("dsv41_engine_submit: stop->n_stop is too large");
+    if (stop->n_stop > 0 && stop->stop == nullptr)
+      return invalid("dsv41_engine_submit: stop->stop is NULL with n_stop > 0");
+    for (size_t i = 0; i < stop->n_stop; ++i)
+      if (stop->stop[i] == nullptr)
+        return guarded([&] {
+          return invalid("dsv41_engine_submit: stop->stop[" + std::to_string(i) + "] is NULL");
+        });
+    if (stop->n_stop_token_ids > kMaxCount)
+      return invalid("dsv41_engine_submit: stop->n_stop_token_ids is too large");
+    if (stop->n_stop_token_ids > 0 && stop->stop_token_ids == nullptr)
+      return invalid("dsv41_engine_submit: stop->stop_token_ids is NULL with n_stop_token_ids > 0");
+  }
+  if (sampler != nullptr) {
+    if (sampler->n_logit_bias > kMaxCount)
+      return invalid("dsv41_engine_submit: sampler->n_logit_bias is too large");
+    if (sampler->n_logit_bias > 0 && sampler->logit_bias_ids == nullptr)
+      return invalid("dsv41_engine_submit: sampler->logit_bias_ids is NULL with n_logit_bias > 0");
+    if (sampler->n_logit_bias > 0 && sampler->logit_bias_values == nullptr)
+      return invalid(
+          "dsv41_engine_submit: sampler->logit_bias_values is NULL with n_logit_bias > 0");
+  }
   return guarded([&] {
     dsv41::GenerationRequest req;
     req.prompt.assign(prompt, prompt + n);
@@ -270,7 +374,7 @@ dsv41_status dsv41_engine_submit(dsv41_engine* engine, const int32_t* prompt, si
       dsv41_event c{};
       c.request_id = ev.id;
       c.kind = ev.kind == dsv41::GenerationEvent::Kind::kToken ? DSV41_EVENT_TOKEN
-                                                                : DSV41_EVENT_FINISHED;
+                                                               : DSV41_EVENT_FINISHED;
       c.token = ev.token;
       c.text = ev.text.data();
       c.text_len = ev.text.size();
@@ -293,8 +397,10 @@ dsv41_status dsv41_engine_submit(dsv41_engine* engine, const int32_t* prompt, si
 
 dsv41_status dsv41_engine_cancel(dsv41_engine* engine, uint64_t request_id) {
   if (engine == nullptr) return invalid("dsv41_engine_cancel: engine is NULL");
-  dsv41::Status st = engine->engine.cancel(request_id);
-  return st.is_ok() ? DSV41_OK : fail(st);
+  return guarded([&] {
+    dsv41::Status st = engine->engine.cancel(request_id);
+    return st.is_ok() ? DSV41_OK : fail(st);
+  });
 }
 
 }  // extern "C"

@@ -14,6 +14,7 @@
 #include "core/check.hpp"
 #include "core/log.hpp"
 #include "core/tunables.hpp"
+#include "dsv41/export.hpp"
 #include "kv/packed_formats.hpp"
 #include "kv/page_pool.hpp"
 #include "runtime/model_impl.hpp"
@@ -67,7 +68,7 @@ struct Request {
 
 }  // namespace
 
-struct Engine::Impl {
+struct DSV41_INTERNAL Engine::Impl {
   std::shared_ptr<const Model::Impl> model;
   EngineParams params;
   int64_t max_context = 0;
@@ -84,6 +85,9 @@ struct Engine::Impl {
   RequestId next_id = 1;
   bool stopping = false;
   std::thread thread;
+  // Set by shutdown() called from a callback on the scheduler thread: the thread cannot join
+  // itself, so it is detached and frees this Impl when run() returns.
+  bool owns_itself = false;
 
   // Pool bytes of a sequence holding `tokens` tokens: its window rings (with the rollback slots)
   // plus whole pages of every KV source's caches. An upper bound of what the pool hands out.
@@ -360,7 +364,10 @@ Result<Engine> Engine::create(const Model& model, const EngineParams& params) {
     return Status(ErrorCode::kUnsupported,
                   model.info().model_dir + ": the engine needs tokenizer.json to stream text");
   Impl* raw = impl.get();
-  impl->thread = std::thread([raw] { raw->run(); });
+  impl->thread = std::thread([raw] {
+    raw->run();
+    if (raw->owns_itself) delete raw;  // only this thread sets it (shutdown from a callback)
+  });
   return Engine(std::move(impl));
 }
 
@@ -455,6 +462,14 @@ void Engine::shutdown() {
     impl_->stopping = true;
   }
   impl_->cv.notify_all();
+  if (impl_->thread.get_id() == std::this_thread::get_id()) {
+    // From a callback: the scheduler finishes the remaining requests (kAborted events) after the
+    // callback returns, then deletes its Impl; this Engine lets go of it now.
+    impl_->owns_itself = true;
+    impl_->thread.detach();
+    (void)impl_.release();
+    return;
+  }
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 

@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "dsv41/export.hpp"
 #include "dsv41/model.hpp"
 #include "dsv41/session.hpp"
 #include "model/transformer.hpp"
@@ -14,7 +15,7 @@
 
 namespace dsv41 {
 
-struct Model::Impl {
+struct DSV41_INTERNAL Model::Impl {
   std::unique_ptr<parallel::TpComm> comm;    // world 2 only; outlives the transformer
   std::unique_ptr<Transformer> transformer;  // weights + config; the CPU backend runs it
   std::unique_ptr<ForwardBackend> backend;   // after transformer: destroyed first
@@ -22,7 +23,7 @@ struct Model::Impl {
   ModelInfo info;
 };
 
-struct Session::Impl {
+struct DSV41_INTERNAL Session::Impl {
   std::shared_ptr<const Model::Impl> model;
   SessionParams params;
   SequenceHandle state;

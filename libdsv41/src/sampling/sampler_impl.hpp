@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "dsv41/export.hpp"
 #include "dsv41/sampler.hpp"
 #include "sampling/penalties.hpp"
 #include "sampling/rng.hpp"
@@ -15,7 +16,7 @@ namespace dsv41 {
 // vLLM _SAMPLING_EPS: a temperature below it is greedy.
 constexpr float kGreedyTemperature = 1e-5f;
 
-struct Sampler::Impl {
+struct DSV41_INTERNAL Sampler::Impl {
   SamplerParams params;
   int64_t vocab_size;
   sampling::TokenHistory history;
