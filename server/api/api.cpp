@@ -67,10 +67,12 @@ HttpResponse Api::handle(const HttpRequest& request) {
   if (path.rfind("/v1/", 0) == 0) path = path.substr(3);
   const Route* match = nullptr;
   bool path_known = false;
+  // HEAD is GET without the body (the connection drops it): same route, same key rule.
+  const std::string method = request.method == "HEAD" ? "GET" : request.method;
   for (const Route& r : kRoutes) {
     if (path != r.path) continue;
     path_known = true;
-    if (request.method == r.method) match = &r;
+    if (method == r.method) match = &r;
   }
   if (!path_known)
     return error_response(404, "no route for " + request.method + " " + request.path);

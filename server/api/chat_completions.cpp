@@ -79,7 +79,12 @@ class ChatRun {
     parser_.finish(events);
     deliver(events);
     if (!ev.status.is_ok()) return fail(ev.status);
-    const char* finish = any_tool_call_ ? "tool_calls" : finish_reason_name(ev.finish);
+    // A call that max_tokens cut off is "length", not "tool_calls": clients execute tool_calls
+    // (Pi would run a truncated edit), and its arguments were closed by the parser, not the model.
+    const bool cut_call = parser_.closed_an_open_call() && ev.finish == FinishReason::kLength;
+    const char* finish = cut_call         ? "length"
+                         : any_tool_call_ ? "tool_calls"
+                                          : finish_reason_name(ev.finish);
     if (stream_) {
       push_chunk([](json::Writer&) {}, finish);
       if (include_usage_) channel_->push(sse_event(usage_chunk()));
@@ -258,6 +263,11 @@ HttpResponse handle_chat_completions(Api& api, const HttpRequest& request) {
   if (auto bad_model = check_model(api, fields)) return *bad_model;
   chat::ChatRequest chat_request = chat::parse_chat_request(root);
   DSV41_CHECK(!chat_request.messages.empty(), kInvalidArgument, "messages: must not be empty");
+  // A leading developer message is the system prompt (api-and-clients.md §3.2): the release
+  // encoder renders developer as a user turn and drops it with the thinking history, which
+  // silently lost Pi's system prompt (Pi sends it as developer when reasoning is on).
+  if (chat_request.messages.front().role == chat::Role::kDeveloper)
+    chat_request.messages.front().role = chat::Role::kSystem;
   chat::ResolvedOptions resolved = chat::resolve_options(
       chat_request.options, !chat_request.tools.empty(), chat::EffortTable::release());
   reject_images(chat_request, api.config().max_image_pixels);

@@ -1,9 +1,9 @@
 #include "http/connection.hpp"
 
-#include <boost/asio/post.hpp>
-#include <boost/asio/write.hpp>
 #include <sys/socket.h>
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
 #include <cctype>
 #include <cerrno>
 
@@ -50,7 +50,10 @@ Connection::Connection(tcp::socket socket, Api& api, const HttpLimits& limits,
       tracker_(std::move(tracker)),
       keepalive_timer_(stream_.get_executor()) {}
 
-Connection::~Connection() { tracker_->remove(this); }
+Connection::~Connection() {
+  if (channel_) channel_->cancel();  // never leave a generation running for nobody
+  tracker_->remove(this);
+}
 
 void Connection::start() {
   net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
@@ -63,23 +66,43 @@ void Connection::shutdown() {
   });
 }
 
+// Empty lines before a request line are ignored (RFC 9112 §2.2: a stray CRLF after a body);
+// true when some were.
+bool Connection::skip_empty_lines() {
+  bool skipped = false;
+  for (;;) {
+    const auto* p = static_cast<const char*>(buffer_.data().data());
+    const size_t n = buffer_.size();
+    if (n >= 2 && p[0] == '\r' && p[1] == '\n') {
+      buffer_.consume(2);
+    } else if (n >= 1 && p[0] == '\n') {
+      buffer_.consume(1);
+    } else {
+      return skipped;
+    }
+    skipped = true;
+  }
+}
+
 void Connection::read_header() {
   if (closing_) return close();
+  skip_empty_lines();
   parser_.emplace();
   parser_->header_limit(kHeaderLimit);
   parser_->body_limit(static_cast<uint64_t>(limits_.max_body_bytes));
   idle_ = true;
   stream_.expires_after(std::chrono::seconds(limits_.idle_timeout_s));
-  http::async_read_header(stream_, buffer_, *parser_,
-                          [self = shared_from_this()](beast::error_code ec, size_t) {
-                            self->on_header(ec);
-                          });
+  http::async_read_header(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
 }
 
 void Connection::on_header(beast::error_code ec) {
   idle_ = false;
   if (ec == http::error::body_limit) return reject(413, "request body exceeds --max-body-bytes");
   if (ec == http::error::header_limit) return reject(431, "request header block exceeds 64 KiB");
+  // The empty lines arrived after the read began: skip them and parse again.
+  if (ec == http::error::bad_method && skip_empty_lines()) return read_header();
   if (ec) {
     if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
         ec == net::error::operation_aborted || ec == net::error::connection_reset) {
@@ -87,6 +110,20 @@ void Connection::on_header(beast::error_code ec) {
     }
     return reject(400, "malformed HTTP request: " + ec.message());
   }
+  // curl and libcurl send "Expect: 100-continue" for bodies over 1 KiB and wait ~1 s for the
+  // interim response before sending the body anyway.
+  if (beast::iequals(parser_->get()[http::field::expect], "100-continue")) {
+    static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    return net::async_write(stream_, net::buffer(kContinue, sizeof kContinue - 1),
+                            [self = shared_from_this()](beast::error_code e, size_t) {
+                              if (e) return self->close();
+                              self->read_body();
+                            });
+  }
+  read_body();
+}
+
+void Connection::read_body() {
   stream_.expires_after(std::chrono::seconds(limits_.read_timeout_s));
   http::async_read(stream_, buffer_, *parser_,
                    [self = shared_from_this()](beast::error_code e, size_t) { self->on_body(e); });
@@ -94,7 +131,12 @@ void Connection::on_header(beast::error_code ec) {
 
 void Connection::on_body(beast::error_code ec) {
   if (ec == http::error::body_limit) return reject(413, "request body exceeds --max-body-bytes");
-  if (ec == beast::error::timeout) return reject(408, "request not received within the timeout");
+  // The stream's timer has closed the socket by now: nothing can be written (docs/server.md).
+  if (ec == beast::error::timeout) return close();
+  if (ec == http::error::end_of_stream || ec == http::error::partial_message) return close();
+  // A body the parser rejects (bad chunk framing, ...) is answered, not dropped.
+  if (ec.category() == http::make_error_code(http::error::bad_chunk).category())
+    return reject(400, "malformed HTTP request body: " + ec.message());
   if (ec) return close();
   dispatch();
 }
@@ -102,6 +144,7 @@ void Connection::on_body(beast::error_code ec) {
 void Connection::dispatch() {
   http::request<http::string_body> req = parser_->release();
   keep_alive_ = req.keep_alive() && !closing_;
+  head_ = req.method() == http::verb::head;
   HttpResponse res = api_.handle(to_request(std::move(req)));
   ++exchange_;
   if (!res.channel) return write_plain(std::move(res), !keep_alive_);
@@ -124,6 +167,17 @@ void Connection::write_plain(HttpResponse response, bool close_after) {
   msg->set(http::field::content_type, response.content_type);
   for (const auto& [name, value] : response.headers) msg->set(name, value);
   msg->keep_alive(!close_after);
+  if (head_) {  // the GET response's headers and length, no body (RFC 9110 §9.3.2)
+    auto head = std::make_shared<http::response<http::empty_body>>(msg->base());
+    head->content_length(response.body.size());
+    stream_.expires_after(std::chrono::seconds(limits_.idle_timeout_s));
+    return http::async_write(
+        stream_, *head,
+        [self = shared_from_this(), head, close_after](beast::error_code ec, size_t) {
+          if (ec) return self->close();
+          self->end_exchange(close_after);
+        });
+  }
   msg->body() = std::move(response.body);
   msg->prepare_payload();
   stream_.expires_after(std::chrono::seconds(limits_.idle_timeout_s));
@@ -145,17 +199,18 @@ void Connection::start_event_stream(HttpResponse response) {
   auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*msg);
   writing_ = true;
   stream_.expires_after(std::chrono::seconds(limits_.idle_timeout_s));
-  http::async_write_header(stream_, *sr, [self = shared_from_this(), msg, sr](beast::error_code ec,
-                                                                             size_t) {
-    self->writing_ = false;
-    if (ec) return self->client_gone();
-    self->last_write_ = std::chrono::steady_clock::now();
-    self->arm_keepalive();
-    self->await_channel();
-  });
+  http::async_write_header(stream_, *sr,
+                           [self = shared_from_this(), msg, sr](beast::error_code ec, size_t) {
+                             self->writing_ = false;
+                             if (ec) return self->client_gone();
+                             self->last_write_ = std::chrono::steady_clock::now();
+                             self->arm_keepalive();
+                             self->await_channel();
+                           });
 }
 
 void Connection::await_channel() {
+  pending_self_ = shared_from_this();
   std::weak_ptr<Connection> weak = weak_from_this();
   auto executor = stream_.get_executor();
   watch_disconnect();
@@ -172,7 +227,9 @@ void Connection::pump() {
     streaming_ = false;
     keepalive_timer_.cancel();
     channel_.reset();
-    return write_plain(std::move(*d.response), !keep_alive_);
+    write_plain(std::move(*d.response), !keep_alive_);  // its handler holds this connection
+    pending_self_.reset();
+    return;
   }
   if (d.bytes.empty() && !d.closed) return;
   write_chunk(std::move(d.bytes), d.closed);
@@ -210,6 +267,7 @@ void Connection::on_chunk_written(beast::error_code ec, bool last) {
     streaming_ = false;
     keepalive_timer_.cancel();
     channel_.reset();
+    pending_self_.reset();  // `self` of the write handler keeps this alive through end_exchange
     return end_exchange(!keep_alive_);
   }
   pump();
@@ -238,8 +296,8 @@ void Connection::watch_disconnect() {
       tcp::socket::wait_read, [self = shared_from_this(), exchange](beast::error_code ec) {
         if (ec || exchange != self->exchange_ || !self->streaming_ || self->closed_) return;
         char byte;
-        const ssize_t n = ::recv(self->stream_.socket().native_handle(), &byte, 1,
-                                 MSG_PEEK | MSG_DONTWAIT);
+        const ssize_t n =
+            ::recv(self->stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
         if (n > 0) return;  // a pipelined request: read after this response
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
           return self->watch_disconnect();
@@ -268,20 +326,23 @@ void Connection::drain_and_close() {
 
 void Connection::drain_some() {
   out_.resize(16384);
-  stream_.async_read_some(net::buffer(out_), [self = shared_from_this()](beast::error_code e,
-                                                                         size_t) {
-    if (e) return self->close();
-    self->drain_some();
-  });
+  stream_.async_read_some(net::buffer(out_),
+                          [self = shared_from_this()](beast::error_code e, size_t) {
+                            if (e) return self->close();
+                            self->drain_some();
+                          });
 }
 
 void Connection::close() {
   if (closed_) return;
   closed_ = true;
   keepalive_timer_.cancel();
+  if (channel_) channel_->cancel();
   beast::error_code ec;
   stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
   stream_.close();
+  // Last: may drop the final reference (callers reach here through a handler holding `self`).
+  pending_self_.reset();
 }
 
 }  // namespace dsv41::server

@@ -39,8 +39,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
  private:
   using Parser = boost::beast::http::request_parser<boost::beast::http::string_body>;
 
+  bool skip_empty_lines();
   void read_header();
   void on_header(boost::beast::error_code ec);
+  void read_body();
   void on_body(boost::beast::error_code ec);
   void dispatch();
   void reject(int status, const std::string& message);
@@ -66,13 +68,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<ConnectionTracker> tracker_;
   boost::asio::steady_timer keepalive_timer_;
   std::shared_ptr<ResponseChannel> channel_;
+  // This connection while a channel response is pending: the engine's waker holds only a weak
+  // reference, and the disconnect watch ends when it sees a pipelined byte, so without it a
+  // non-stream request followed by more bytes lost its last owner (response dropped, socket
+  // reset, generation never cancelled). Cleared when the exchange ends or the socket closes.
+  std::shared_ptr<Connection> pending_self_;
   std::string out_;  // bytes of the chunk being written
   std::chrono::steady_clock::time_point last_write_;
   uint64_t exchange_ = 0;  // requests dispatched; tags the disconnect watch of each
   bool keep_alive_ = false;
+  bool head_ = false;       // the current request is HEAD: the response carries no body
   bool streaming_ = false;  // a channel response is in progress
   bool writing_ = false;
-  bool idle_ = false;       // waiting for a request header
+  bool idle_ = false;  // waiting for a request header
   bool closing_ = false;
   bool closed_ = false;
 };

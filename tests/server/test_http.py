@@ -365,6 +365,74 @@ class ServerTest(unittest.TestCase):
         self.assertGreater(metric(text, "vllm:inter_token_latency_seconds_count"), 0)
         self.assertIn('model_name="deepseek-v4.1-flash"', text)
 
+    def raw(self, data, until=b"\r\n\r\n", timeout=60):
+        """Sends `data` on a new socket; returns (socket, bytes read until `until` appears)."""
+        sock = socket.create_connection(("127.0.0.1", self.s.port), timeout=timeout)
+        sock.sendall(data)
+        got = b""
+        while until not in got:
+            part = sock.recv(65536)
+            if not part:
+                break
+            got += part
+        return sock, got
+
+    def post_bytes(self, body, extra_headers=b""):
+        return (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                KEY.encode() + b"\r\nContent-Type: application/json\r\n" + extra_headers +
+                b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+    def test_bytes_after_a_non_stream_request_keep_the_response(self):
+        # A stray CRLF (or a pipelined request) after a non-stream request: the response used to
+        # be dropped with a reset, and the generation kept running for nobody.
+        body = json.dumps(chat(max_tokens=4)).encode()
+        pipelined = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 400 + b"\r\n\r\n"
+        sock, got = self.raw(self.post_bytes(body) + b"\r\n" + pipelined, until=b'"status"')
+        self.assertIn(b"HTTP/1.1 200 OK", got)
+        self.assertIn(b'"chat.completion"', got)
+        while got.count(b"HTTP/1.1 200") < 2:  # the pipelined /health answered too
+            part = sock.recv(65536)
+            self.assertTrue(part, got)
+            got += part
+        sock.close()
+
+    def test_expect_100_continue_is_answered(self):
+        body = json.dumps(chat(max_tokens=1)).encode()
+        head = self.post_bytes(body, b"Expect: 100-continue\r\n")
+        head = head[: len(head) - len(body)]
+        sock, got = self.raw(head, timeout=5)  # before the body: the interim response only
+        self.assertTrue(got.startswith(b"HTTP/1.1 100 Continue\r\n\r\n"), got)
+        sock.sendall(body)
+        while b'"chat.completion"' not in got:
+            part = sock.recv(65536)
+            self.assertTrue(part, got)
+            got += part
+        self.assertIn(b"HTTP/1.1 200 OK", got)
+        sock.close()
+
+    def test_head_has_no_body_and_health_stays_open(self):
+        sock, got = self.raw(b"HEAD /health HTTP/1.1\r\nHost: x\r\n\r\n"
+                             b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n", until=b"}")
+        sock.close()
+        first, rest = got.split(b"\r\n\r\n", 1)
+        self.assertIn(b"HTTP/1.1 200 OK", first)  # open like GET /health, not 401
+        self.assertIn(b"Content-Length:", first)
+        self.assertTrue(rest.startswith(b"HTTP/1.1 200 OK"), rest)  # no HEAD body before it
+        sock, got = self.raw(b"HEAD /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                             until=b"\x00")
+        sock.close()
+        self.assertTrue(got.startswith(b"HTTP/1.1 401"), got)
+        self.assertTrue(got.endswith(b"\r\n\r\n"), got)  # headers only
+
+    def test_malformed_chunked_body_gets_400(self):
+        sock, got = self.raw(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                             b"Authorization: Bearer " + KEY.encode() + b"\r\n"
+                             b"Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n",
+                             until=b"}")
+        sock.close()
+        self.assertTrue(got.startswith(b"HTTP/1.1 400"), got)
+        self.assertIn(b"malformed HTTP request body", got)
+
     def test_keep_alive_connection_reuse(self):
         conn = self.s.connect()
         for _ in range(3):

@@ -1,6 +1,7 @@
 // Handler-level tests of dsv41-server without sockets: Api::handle over a ScriptedBackend, so that
 // the exact model output (reasoning, DSML tool calls) is known; plus config, auth and image-header
 // units. The HTTP black-box tests against the real engine are in test_http.py.
+#include <fmt/format.h>
 #include <simdjson.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -244,6 +245,27 @@ TEST_CASE("request fields reach the engine, max_tokens clamps to the context", "
   CHECK(req.stop.max_tokens == 4096 - static_cast<int64_t>(req.prompt.size()));
 }
 
+TEST_CASE("a leading developer message is the system prompt", "[server]") {
+  // Pi sends its system prompt as role developer when reasoning is on; rendered as the release
+  // encoder does (a user turn, dropped with the thinking history) it was lost.
+  const auto prompt_of = [](const std::string& messages) {
+    Fixture f({"a"});
+    auto [status, body] = collect(f.api->handle(
+        post("/v1/chat/completions",
+             R"({"model":"deepseek-v4.1-flash","max_tokens":1,"messages":)" + messages + "}")));
+    INFO(body);
+    REQUIRE(status == 200);
+    return f.backend->last_request().prompt;
+  };
+  const std::string rules = R"("content":"Always answer in French.")";
+  const std::string user = R"({"role":"user","content":"hi"})";
+  const auto as_system = prompt_of(R"([{"role":"system",)" + rules + "}," + user + "]");
+  const auto as_developer = prompt_of(R"([{"role":"developer",)" + rules + "}," + user + "]");
+  const auto without = prompt_of("[" + user + "]");
+  CHECK(as_developer == as_system);
+  CHECK(as_developer != without);
+}
+
 TEST_CASE("max_tokens stop gives finish_reason length", "[server]") {
   Fixture f({"a", "b", "c", "d"});
   auto [status, body] = collect(f.api->handle(
@@ -253,6 +275,33 @@ TEST_CASE("max_tokens stop gives finish_reason length", "[server]") {
   simdjson::dom::element r = parser.parse(body);
   CHECK(std::string_view(r["choices"].at(0)["finish_reason"]) == "length");
   CHECK(std::string_view(r["choices"].at(0)["message"]["content"]) == "ab");
+}
+
+TEST_CASE("a tool call cut by max_tokens finishes with length, not tool_calls", "[server]") {
+  // Pieces of one call; max_tokens stops inside its parameter value. Clients execute
+  // tool_calls, so a call whose arguments the parser had to close must not be reported as one.
+  const std::string call =
+      "Let me check.\n\n<｜DSML｜ calls>\n<｜DSML｜ invoke name=\"get_weather\">\n"
+      "<｜DSML｜ parameter name=\"city\" string=\"true\">Paris is a long city name";
+  for (const bool stream : {false, true}) {
+    const std::vector<std::string> pieces = split_utf8(call, 6);
+    Fixture f(pieces);
+    const std::string fields =
+        fmt::format(R"(,"max_tokens":{},"reasoning_effort":"none","stream":{},)", pieces.size() - 2,
+                    stream ? "true" : "false");
+    auto [status, body] =
+        collect(f.api->handle(post("/v1/chat/completions", chat_body(fields + kTools))));
+    REQUIRE(status == 200);
+    INFO(body);
+    CHECK(body.find(R"("finish_reason":"length")") != std::string::npos);
+    CHECK(body.find(R"("finish_reason":"tool_calls")") == std::string::npos);
+  }
+  // The whole call within max_tokens is still tool_calls.
+  Fixture f(split_utf8(kToolScript, 5));
+  auto [status, body] = collect(
+      f.api->handle(post("/v1/chat/completions", chat_body(R"(,"max_tokens":1000,)" + kTools))));
+  REQUIRE(status == 200);
+  CHECK(body.find(R"("finish_reason":"tool_calls")") != std::string::npos);
 }
 
 TEST_CASE("no backend yet: health and generation answer 503", "[server]") {

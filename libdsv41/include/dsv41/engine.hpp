@@ -71,8 +71,8 @@ struct EngineStats {
   int64_t running = 0;
   int64_t kv_bytes_used = 0;  // reserved by running sequences + prefix cache
   int64_t kv_bytes_total = 0;
-  int64_t prefix_cache_hits = 0;
-  int64_t prefix_cache_queries = 0;
+  int64_t prefix_cache_hits = 0;     // prompt tokens served from the prefix cache
+  int64_t prefix_cache_queries = 0;  // prompt tokens looked up in it (every admitted prompt)
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
 };

@@ -66,6 +66,7 @@ void OutputParser::finish(std::vector<ParseEvent>& events) {
   out_ = &events;
   merge_floor_ = events.size();
   process(true);
+  closed_open_call_ = state_ == State::kParam || state_ == State::kInvoke;
   if (state_ == State::kParam) {
     warn("output ended inside a parameter value");
     end_param();

@@ -49,6 +49,9 @@ class OutputParser {
   const std::vector<std::string>& warnings() const { return warnings_; }
   bool saw_eos() const { return saw_eos_; }
   int tool_call_count() const { return call_count_; }
+  // finish() found a call still open (inside an invoke or a parameter value) and closed it: its
+  // arguments are what was generated, not what the model meant (max_tokens cut it).
+  bool closed_an_open_call() const { return closed_open_call_; }
 
  private:
   enum class State { kReasoning, kContent, kBlock, kInvoke, kParam, kDone };
@@ -75,6 +78,7 @@ class OutputParser {
   ParserOptions options_;
   std::mt19937_64 rng_;
   std::string buf_;  // received, not yet consumed
+  bool closed_open_call_ = false;
   State state_;
   bool finished_ = false;
   bool saw_eos_ = false;

@@ -257,7 +257,8 @@ bool Engine::Impl::admit_locked(std::vector<std::unique_ptr<Request>>* failed) {
     req->session->model = model;
     req->session->params.max_context = max_context;
     req->session->params.chunk_tokens = params.max_batched_tokens;
-    stats.prefix_cache_queries++;
+    // Tokens, as vLLM counts them (hit rate = hits / queries over prompt tokens).
+    stats.prefix_cache_queries += static_cast<int64_t>(req->req.prompt.size());
     const SequenceHandle* hit = cache.longest_prefix(req->req.prompt);
     const int64_t reserve = reserve_tokens(req->req);
     auto make = [&] {
@@ -285,7 +286,7 @@ bool Engine::Impl::admit_locked(std::vector<std::unique_ptr<Request>>* failed) {
       failed->push_back(std::move(req));
       continue;
     }
-    if (hit != nullptr) stats.prefix_cache_hits++;
+    stats.prefix_cache_hits += req->cached;
     stats.prompt_tokens_total += static_cast<int64_t>(req->req.prompt.size()) - req->cached;
     running.push_back(std::move(req));
     admitted = true;
