@@ -61,8 +61,9 @@ std::vector<int32_t> prompt_ids(element root, const GenerationBackend& backend,
 
 class CompletionRun {
  public:
+  // prompt_tokens: the prompt's length, so continuous usage counts it from the first chunk.
   CompletionRun(Api& api, std::shared_ptr<ResponseChannel> channel, const GenerationFields& f,
-                std::string echo)
+                std::string echo, int64_t prompt_tokens)
       : metrics_(api.metrics()),
         channel_(std::move(channel)),
         id_(random_id("cmpl-")),
@@ -70,7 +71,9 @@ class CompletionRun {
         created_(unix_now()),
         stream_(f.stream),
         include_usage_(f.include_usage),
-        text_(std::move(echo)) {
+        continuous_usage_(f.continuous_usage),
+        text_(std::move(echo)),
+        prompt_(prompt_tokens) {
     if (stream_ && !text_.empty()) push_chunk(text_, nullptr);
   }
 
@@ -151,6 +154,7 @@ class CompletionRun {
     json::Writer w;
     begin(w);
     choices(w, text, finish);
+    if (continuous_usage_) usage(w);  // stream_options.continuous_usage_stats, as in chat
     w.end_object();
     channel_->push(sse_event(w.str()));
   }
@@ -160,7 +164,7 @@ class CompletionRun {
   RequestClock clock_;
   std::string id_, model_;
   int64_t created_;
-  bool stream_, include_usage_;
+  bool stream_, include_usage_, continuous_usage_;
   std::string text_;
   int64_t prompt_ = 0, cached_ = 0, completion_ = 0;
 };
@@ -188,7 +192,8 @@ HttpResponse handle_completions(Api& api, const HttpRequest& request) {
   auto channel = std::make_shared<ResponseChannel>(
       fields.stream ? ResponseChannel::Mode::kEventStream : ResponseChannel::Mode::kDeferred);
   auto run = std::make_shared<CompletionRun>(api, channel, fields,
-                                             fields.echo ? prompt_text : std::string());
+                                             fields.echo ? prompt_text : std::string(),
+                                             static_cast<int64_t>(gen.prompt.size()));
   Status s = submit_request(backend, std::move(gen), channel,
                             [run](const GenerationEvent& ev) { run->on_event(ev); });
   if (!s.is_ok()) return error_response(s);

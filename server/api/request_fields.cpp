@@ -1,6 +1,7 @@
 #include "api/request_fields.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "core/check.hpp"
@@ -89,7 +90,12 @@ GenerationFields parse_generation_fields(element root, Endpoint endpoint, int64_
   read_float(root, "presence_penalty", g.sampling.presence_penalty);
   read_float(root, "frequency_penalty", g.sampling.frequency_penalty);
   read_float(root, "repetition_penalty", g.sampling.repetition_penalty);
-  if (auto v = field(root, "top_k")) g.sampling.top_k = static_cast<int32_t>(integer(*v, "top_k"));
+  if (auto v = field(root, "top_k")) {
+    const int64_t k = integer(*v, "top_k");  // range first: a cast would wrap 2^32 + 1 to 1
+    DSV41_CHECK(k >= -1 && k <= INT32_MAX, kInvalidArgument,
+                "top_k: {} is outside [-1, 2147483647]", k);
+    g.sampling.top_k = static_cast<int32_t>(k);
+  }
   if (auto v = field(root, "seed")) g.sampling.seed = integer(*v, "seed");
   if (auto v = field(root, "logit_bias")) {
     DSV41_CHECK(v->type() == element_type::OBJECT, kInvalidArgument,
@@ -167,7 +173,18 @@ GenerationFields parse_generation_fields(element root, Endpoint endpoint, int64_
     }
   }
   Status s = g.sampling.validate();
-  if (!s.is_ok()) DSV41_FAIL(kInvalidArgument, "{}", s.message());
+  if (!s.is_ok()) {
+    // "SamplerParams.top_p = 0 must be ..." -> "top_p: ...", so the error's param names the
+    // request field (error_field, as vLLM fills param for validation errors).
+    std::string m = s.message();
+    constexpr std::string_view kPrefix = "SamplerParams.";
+    if (m.rfind(kPrefix, 0) == 0) {
+      m.erase(0, kPrefix.size());
+      const size_t end = m.find_first_of(" =[");
+      m = m.substr(0, end) + ": " + m;
+    }
+    DSV41_FAIL(kInvalidArgument, "{}", m);
+  }
   return g;
 }
 

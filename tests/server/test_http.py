@@ -194,6 +194,14 @@ class ServerTest(unittest.TestCase):
         status, default = self.s.json("POST", "/v1/completions",
                                       {"prompt": "Hello,", "temperature": 0})
         self.assertEqual(default["usage"]["completion_tokens"], 16)  # vLLM default max_tokens
+        # continuous_usage_stats: every chunk carries usage, the prompt counted from the first.
+        body["stream_options"] = {"include_usage": True, "continuous_usage_stats": True}
+        status, _, lines = self.s.stream_lines("/v1/completions", body)
+        chunks = [e for e in parse_sse(lines) if e["choices"]]
+        self.assertTrue(chunks)
+        for e in chunks:
+            self.assertEqual(e["usage"]["prompt_tokens"], full["usage"]["prompt_tokens"], e)
+        self.assertEqual(chunks[-1]["usage"]["completion_tokens"], 10)
 
     # --- malformed input ----------------------------------------------------------------
     def test_bad_requests(self):
@@ -215,6 +223,9 @@ class ServerTest(unittest.TestCase):
             (chat(tools=[{"type": "function", "function": {"name": "f"}}],
                   tool_choice={"type": "function", "function": {"name": "g"}}), 400, None),
             (chat(logprobs=True), 400, "logprobs"),
+            (chat(top_p=0), 400, "top_p"),  # SamplerParams' own check, param filled
+            (chat(top_k=4294967297), 400, "top_k"),  # was wrapped to 1 and accepted
+            (chat(top_k=2147483648), 400, "top_k"),
         ]
         for body, code, param in cases:
             with self.subTest(body=body):
