@@ -145,6 +145,7 @@ void Connection::dispatch() {
   http::request<http::string_body> req = parser_->release();
   keep_alive_ = req.keep_alive() && !closing_;
   head_ = req.method() == http::verb::head;
+  http10_ = req.version() < 11;
   HttpResponse res = api_.handle(to_request(std::move(req)));
   ++exchange_;
   if (!res.channel) return write_plain(std::move(res), !keep_alive_);
@@ -194,8 +195,9 @@ void Connection::start_event_stream(HttpResponse response) {
   msg->set(http::field::server, "dsv41-server");
   msg->set(http::field::content_type, response.content_type);
   for (const auto& [name, value] : response.headers) msg->set(name, value);
+  if (http10_) keep_alive_ = false;  // the body ends with the connection
   msg->keep_alive(keep_alive_);
-  msg->chunked(true);
+  msg->chunked(!http10_);
   auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*msg);
   writing_ = true;
   stream_.expires_after(std::chrono::seconds(limits_.idle_timeout_s));
@@ -242,6 +244,10 @@ void Connection::write_chunk(std::string bytes, bool last) {
   auto done = [self = shared_from_this(), last](beast::error_code ec, size_t) {
     self->on_chunk_written(ec, last);
   };
+  if (http10_) {  // raw bytes; the end of the body is the connection's close
+    if (out_.empty()) return net::post(stream_.get_executor(), [done] { done({}, 0); });
+    return net::async_write(stream_, net::buffer(out_), std::move(done));
+  }
   if (out_.empty()) {
     net::async_write(stream_, http::make_chunk_last(), std::move(done));
   } else if (last) {

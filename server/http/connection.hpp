@@ -77,7 +77,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::chrono::steady_clock::time_point last_write_;
   uint64_t exchange_ = 0;  // requests dispatched; tags the disconnect watch of each
   bool keep_alive_ = false;
-  bool head_ = false;       // the current request is HEAD: the response carries no body
+  bool head_ = false;  // the current request is HEAD: the response carries no body
+  // The current request is HTTP/1.0: a stream is sent without chunked framing (RFC 9112 §6.1:
+  // no Transfer-Encoding to 1.0 clients) and ends by closing the connection.
+  bool http10_ = false;
   bool streaming_ = false;  // a channel response is in progress
   bool writing_ = false;
   bool idle_ = false;  // waiting for a request header

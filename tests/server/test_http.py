@@ -444,6 +444,18 @@ class ServerTest(unittest.TestCase):
         self.assertTrue(got.startswith(b"HTTP/1.1 400"), got)
         self.assertIn(b"malformed HTTP request body", got)
 
+    def test_http10_stream_is_not_chunked(self):
+        # RFC 9112 §6.1: no Transfer-Encoding to an HTTP/1.0 client; the close ends the body.
+        body = json.dumps(chat(stream=True, max_tokens=3)).encode()
+        req = self.post_bytes(body).replace(b"HTTP/1.1", b"HTTP/1.0", 1)
+        sock, got = self.raw(req, until=b"\x00")  # read until the server closes
+        sock.close()
+        head, _, rest = got.partition(b"\r\n\r\n")
+        self.assertIn(b"200 OK", head)
+        self.assertNotIn(b"chunked", head.lower())
+        self.assertTrue(rest.startswith(b"data: {"), rest[:80])
+        self.assertTrue(rest.rstrip().endswith(b"data: [DONE]"), rest[-80:])
+
     def test_keep_alive_connection_reuse(self):
         conn = self.s.connect()
         for _ in range(3):
