@@ -22,26 +22,15 @@ MANIFEST="${MANIFEST:-sha256-manifest.txt}"
 SSH="${SSH:-ssh -o BatchMode=yes}"
 read -r -a SSH_CMD <<<"$SSH"
 
+SCRIPT_NAME=copy-to-peer.sh
+# shellcheck source=scripts/lib/deploy_common.sh
+source "$(dirname "$0")/lib/deploy_common.sh"
 die() {
-  echo "copy-to-peer.sh: $*" >&2
+  echo "$SCRIPT_NAME: $*" >&2
   exit 1
 }
-case "${1:-}" in
-  -h | --help)
-    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
-    exit 0
-    ;;
-  "") ;;
-  *) echo "copy-to-peer.sh: no arguments (settings come from the environment; -h lists them)" >&2; exit 2 ;;
-esac
-# "~/x" on the worker is x relative to its user's home (where ssh and rsync start); quoting a
-# literal "~" would make a directory named "~" there instead.
-# shellcheck disable=SC2088
-case "$WORKER_MODEL_DIR" in
-  "~") WORKER_MODEL_DIR=. ;;
-  "~/"*) WORKER_MODEL_DIR=${WORKER_MODEL_DIR#"~/"} ;;
-  "~"*) die "WORKER_MODEL_DIR=$WORKER_MODEL_DIR: use an absolute path or one relative to the worker user's home" ;;
-esac
+no_args_or_help "$@"
+WORKER_MODEL_DIR="$(worker_path "$WORKER_MODEL_DIR" WORKER_MODEL_DIR)" || exit 1
 quote() { printf '%q ' "$@"; }
 on_worker() { "${SSH_CMD[@]}" "$WORKER" bash -s <<<"$1"; }
 

@@ -53,14 +53,10 @@ KEEP_PARTS="${KEEP_PARTS:-0}"
 MANIFEST="${MANIFEST:-sha256-manifest.txt}"
 CURL_RETRIES="${CURL_RETRIES:-5}"
 
-case "${1:-}" in
-  -h | --help)
-    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
-    exit 0
-    ;;
-  "") ;;
-  *) printf 'download.sh: no arguments (settings come from the environment; -h lists them)\n' >&2; exit 2 ;;
-esac
+SCRIPT_NAME=download.sh
+# shellcheck source=scripts/lib/deploy_common.sh
+source "$(dirname "$0")/lib/deploy_common.sh"
+no_args_or_help "$@"
 
 log() { printf '%s\n' "$*"; }
 warn() { printf 'download.sh: %s\n' "$*" >&2; }

@@ -44,8 +44,11 @@ BACKEND="${BACKEND:-cuda}"
 WAIT_S="${WAIT_S:-2700}"
 read -r -a SSH_CMD <<<"${SSH:-ssh -o BatchMode=yes}"
 
+SCRIPT_NAME=launch.sh
+# shellcheck source=scripts/lib/deploy_common.sh
+source "$root/scripts/lib/deploy_common.sh"
 die() {
-  echo "launch.sh: $*" >&2
+  echo "$SCRIPT_NAME: $*" >&2
   exit 1
 }
 info() { echo "launch.sh: $*"; }
@@ -54,20 +57,8 @@ info() { echo "launch.sh: $*"; }
 SERVER_BIN="$(realpath -m -- "$SERVER_BIN")"
 MODEL_DIR="$(realpath -m -- "$MODEL_DIR")"
 STATE_DIR="$(realpath -m -- "$STATE_DIR")"
-# Worker paths: "~/x" is x relative to the worker user's home (what every remote command here
-# starts in); "~user/..." is refused rather than quoted into a literal "~" directory.
-worker_path() {
-  local p=$1
-  # shellcheck disable=SC2088  # a literal "~/" prefix given by the user
-  case "$p" in
-    "~") p=. ;;
-    "~/"*) p=${p#"~/"} ;;
-    "~"*) die "$2=$p: use an absolute path or one relative to the worker user's home" ;;
-  esac
-  echo "$p"
-}
-WORKER_MODEL_DIR="$(worker_path "$WORKER_MODEL_DIR" WORKER_MODEL_DIR)"
-WORKER_STATE_DIR="$(worker_path "$WORKER_STATE_DIR" WORKER_STATE_DIR)"
+WORKER_MODEL_DIR="$(worker_path "$WORKER_MODEL_DIR" WORKER_MODEL_DIR)" || exit 1
+WORKER_STATE_DIR="$(worker_path "$WORKER_STATE_DIR" WORKER_STATE_DIR)" || exit 1
 MEMGUARD_GIB="${MEMGUARD_GIB:-1}"
 [[ "$MEMGUARD_GIB" =~ ^[0-9]+([.][0-9]+)?$ ]] || die "MEMGUARD_GIB='$MEMGUARD_GIB' is not a number of GiB"
 
@@ -415,6 +406,6 @@ case "$cmd" in
   status) cmd_status ;;
   logs) cmd_logs "${2:-}" ;;
   detect) cmd_detect ;;
-  -h | --help | help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
+  -h | --help | help) print_header ;;
   *) echo "usage: launch.sh [start|status|logs r0|r1|stop|detect]" >&2; exit 2 ;;
 esac

@@ -41,6 +41,7 @@ die() {
   exit 2
 }
 
+# Standalone (launch.sh copies this one file to the worker): no shared library sourced.
 case "${1:-}" in
   -h | --help)
     sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'

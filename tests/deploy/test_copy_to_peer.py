@@ -10,17 +10,10 @@ import subprocess
 import sys
 import tempfile
 
+from checks import check, finish  # tests/deploy/checks.py (the script's own folder)
+
 SCRIPT = os.path.abspath(sys.argv[1])
 HERE = os.path.dirname(os.path.abspath(__file__))
-FAILS = []
-
-
-def check(cond, what, detail=""):
-    print(("PASS " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILS.append(what)
-        if detail:
-            print(detail, flush=True)
 
 
 def write(path, data):
@@ -154,11 +147,7 @@ def main():
         check(p.returncode == 2 and "no arguments" in p.stderr, "an argument is a usage error")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if FAILS:
-        print(f"{len(FAILS)} check(s) failed: {FAILS}")
-        return 1
-    print("all copy-to-peer checks passed")
-    return 0
+    return finish("copy-to-peer")
 
 
 if __name__ == "__main__":

@@ -16,17 +16,10 @@ import tempfile
 import time
 import urllib.request
 
+from checks import check, finish  # tests/deploy/checks.py (the script's own folder)
+
 SERVER, MODEL, LAUNCH = (os.path.abspath(a) for a in sys.argv[1:4])
 HERE = os.path.dirname(os.path.abspath(__file__))
-FAILS = []
-
-
-def check(cond, what, detail=""):
-    print(("PASS " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILS.append(what)
-        if detail:
-            print(detail, flush=True)
 
 
 def free_port():
@@ -328,11 +321,7 @@ def main():
             test(fx)
         finally:
             fx.cleanup()
-    if FAILS:
-        print(f"{len(FAILS)} check(s) failed: {FAILS}")
-        return 1
-    print("all launch checks passed")
-    return 0
+    return finish("launch")
 
 
 if __name__ == "__main__":

@@ -9,16 +9,9 @@ import sys
 import tempfile
 import time
 
+from checks import check, finish  # tests/deploy/checks.py (the script's own folder)
+
 GUARD = os.path.abspath(sys.argv[1])
-FAILS = []
-
-
-def check(cond, what, detail=""):
-    print(("PASS " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILS.append(what)
-        if detail:
-            print(detail, flush=True)
 
 
 def alive(p):
@@ -143,11 +136,7 @@ def main():
         print(f"== {t.__name__}", flush=True)
         with tempfile.TemporaryDirectory() as tmp:
             t(tmp)
-    if FAILS:
-        print(f"{len(FAILS)} check(s) failed: {FAILS}")
-        return 1
-    print("all memguard checks passed")
-    return 0
+    return finish("memguard")
 
 
 if __name__ == "__main__":
