@@ -77,6 +77,8 @@ bool Connection::skip_empty_lines() {
       buffer_.consume(2);
     } else if (n >= 1 && p[0] == '\n') {
       buffer_.consume(1);
+    } else if (n == 1 && p[0] == '\r') {  // a CRLF split across segments: its '\n' follows
+      buffer_.consume(1);
     } else {
       return skipped;
     }
@@ -86,6 +88,7 @@ bool Connection::skip_empty_lines() {
 
 void Connection::read_header() {
   if (closing_) return close();
+  head_ = http10_ = false;  // of the previous request; reject() may answer before dispatch()
   skip_empty_lines();
   parser_.emplace();
   parser_->header_limit(kHeaderLimit);
@@ -112,7 +115,9 @@ void Connection::on_header(beast::error_code ec) {
   }
   // curl and libcurl send "Expect: 100-continue" for bodies over 1 KiB and wait ~1 s for the
   // interim response before sending the body anyway.
-  if (beast::iequals(parser_->get()[http::field::expect], "100-continue")) {
+  // (Not to an HTTP/1.0 client: it must not get a 1xx, RFC 9110 §10.1.1.)
+  if (parser_->get().version() >= 11 &&
+      beast::iequals(parser_->get()[http::field::expect], "100-continue")) {
     static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
     return net::async_write(stream_, net::buffer(kContinue, sizeof kContinue - 1),
                             [self = shared_from_this()](beast::error_code e, size_t) {
@@ -229,7 +234,8 @@ void Connection::pump() {
     streaming_ = false;
     keepalive_timer_.cancel();
     channel_.reset();
-    write_plain(std::move(*d.response), !keep_alive_);  // its handler holds this connection
+    // closing_: shutdown began while it waited; say so (Connection: close) before closing.
+    write_plain(std::move(*d.response), !keep_alive_ || closing_);  // handler holds `this`
     pending_self_.reset();
     return;
   }
@@ -304,11 +310,30 @@ void Connection::watch_disconnect() {
         char byte;
         const ssize_t n =
             ::recv(self->stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (n > 0) return;  // a pipelined request: read after this response
+        if (n > 0) return self->buffer_pipelined();  // keep watching for the close
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
           return self->watch_disconnect();
         self->client_gone();  // 0 = orderly EOF, < 0 = reset or another socket error
       });
+}
+
+// Bytes after the request (a pipelined request, a stray CRLF) while its response is pending:
+// read them into buffer_ (parsed after the response) and watch again, so a client that then
+// leaves is still noticed (the generation is cancelled, not left running with the socket in
+// CLOSE_WAIT). Past the header limit the watch stops, as a client pipelining that much is
+// reading its responses.
+void Connection::buffer_pipelined() {
+  beast::error_code ec;
+  auto& sock = stream_.socket();
+  const size_t avail = sock.available(ec);
+  if (ec) return client_gone();
+  if (avail == 0) return watch_disconnect();  // nothing readable after all: never block below
+  if (buffer_.size() + avail > kHeaderLimit) return;
+  const size_t n = sock.read_some(buffer_.prepare(avail), ec);  // avail bytes are there
+  if (ec == net::error::would_block) return watch_disconnect();
+  if (ec) return client_gone();  // includes EOF: the client left
+  buffer_.commit(n);
+  watch_disconnect();
 }
 
 void Connection::client_gone() {

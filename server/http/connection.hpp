@@ -54,6 +54,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_chunk_written(boost::beast::error_code ec, bool last);
   void arm_keepalive();
   void watch_disconnect();
+  void buffer_pipelined();
   void client_gone();
   void end_exchange(bool close_after);
   void drain_and_close();

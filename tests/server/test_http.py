@@ -407,6 +407,41 @@ class ServerTest(unittest.TestCase):
             got += part
         sock.close()
 
+    def test_client_leaving_after_a_late_byte_cancels_the_generation(self):
+        # A non-stream request, a stray CRLF in a later segment, then the client leaves: the
+        # generation used to run on (the disconnect watch ended at the byte) with the socket in
+        # CLOSE_WAIT.
+        _, _, before = self.s.request("GET", "/metrics")
+        aborts0 = [l for l in before.decode().splitlines()
+                   if l.startswith("vllm:request_success_total") and "abort" in l]
+        aborts0 = float(aborts0[0].rsplit(" ", 1)[1]) if aborts0 else 0.0
+        body = json.dumps(chat(max_tokens=100000, ignore_eos=True)).encode()
+        sock = socket.create_connection(("127.0.0.1", self.s.port))
+        sock.sendall(self.post_bytes(body))
+        time.sleep(0.5)
+        sock.sendall(b"\r\n")
+        time.sleep(0.2)
+        sock.close()
+        deadline = time.time() + 30
+        while True:
+            _, _, text = self.s.request("GET", "/metrics")
+            text = text.decode()
+            aborts = [l for l in text.splitlines()
+                      if l.startswith("vllm:request_success_total") and "abort" in l]
+            aborted = float(aborts[0].rsplit(" ", 1)[1]) if aborts else 0.0
+            if metric(text, "vllm:num_requests_running") == 0 and aborted > aborts0:
+                break
+            self.assertLess(time.time(), deadline, "the generation outlived its client")
+            time.sleep(0.1)
+
+    def test_head_then_an_error_keeps_the_error_body(self):
+        # reject() answers before dispatch(): the previous request's HEAD must not strip it.
+        sock, got = self.raw(b"HEAD /health HTTP/1.1\r\nHost: x\r\n\r\n"
+                             b"BAD LINE\r\n\r\n", until=b"}}")
+        sock.close()
+        self.assertIn(b"HTTP/1.1 400", got)
+        self.assertTrue(got.endswith(b"}}"), got)  # the 400's JSON body arrived
+
     def test_expect_100_continue_is_answered(self):
         body = json.dumps(chat(max_tokens=1)).encode()
         head = self.post_bytes(body, b"Expect: 100-continue\r\n")
@@ -420,6 +455,25 @@ class ServerTest(unittest.TestCase):
             got += part
         self.assertIn(b"HTTP/1.1 200 OK", got)
         sock.close()
+        # Not to an HTTP/1.0 client (RFC 9110 §10.1.1: no 1xx to 1.0).
+        req = self.post_bytes(body, b"Expect: 100-continue\r\n").replace(b"HTTP/1.1", b"HTTP/1.0", 1)
+        sock, got = self.raw(req, until=b'"chat.completion"')
+        sock.close()
+        self.assertTrue(got.startswith(b"HTTP/1.1 200 OK"), got[:60])
+
+    def test_crlf_split_across_segments_before_a_request(self):
+        sock = socket.create_connection(("127.0.0.1", self.s.port), timeout=30)
+        sock.sendall(b"\r")
+        time.sleep(0.2)
+        sock.sendall(b"\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = b""
+        while b"}" not in got:
+            part = sock.recv(4096)
+            if not part:
+                break
+            got += part
+        sock.close()
+        self.assertTrue(got.startswith(b"HTTP/1.1 200 OK"), got)
 
     def test_head_has_no_body_and_health_stays_open(self):
         sock, got = self.raw(b"HEAD /health HTTP/1.1\r\nHost: x\r\n\r\n"
