@@ -134,13 +134,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                                       "range": self.headers.get("Range"),
                                       "auth": self.headers.get("Authorization")})
 
-    def _send(self, status, body=b"", headers=()):
+    def _head(self, status, length, headers):
+        """Logs the request and sends the status line and headers for a body of `length`."""
         self._log(status)
         self.send_response(status)
         for k, v in headers:
             self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Length", str(length))
         self.end_headers()
+
+    def _send(self, status, body=b"", headers=()):
+        self._head(status, len(body), headers)
         if self.command != "HEAD":
             self.wfile.write(body)
 
@@ -217,12 +221,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if not do_cut:
             return self._send(status, body, headers)
         # Promise the whole rest, send up to byte `cut`, then drop the connection.
-        self._log(status)
-        self.send_response(status)
-        for k, v in headers:
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
+        self._head(status, len(body), headers)
         self.wfile.write(body[:cut - start])
         self.wfile.flush()
         self.connection.shutdown(socket.SHUT_RDWR)

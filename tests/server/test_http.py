@@ -35,6 +35,13 @@ def metric(text, name):
     raise AssertionError(f"metric {name} missing")
 
 
+def aborted_total(text):
+    """vLLM's request_success_total{finished_reason="abort"} from a /metrics page (0 if absent)."""
+    lines = [l for l in text.splitlines()
+             if l.startswith("vllm:request_success_total") and "abort" in l]
+    return float(lines[0].rsplit(" ", 1)[1]) if lines else 0.0
+
+
 def png(width, height):
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     data = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr + b"\0\0\0\0"
@@ -355,9 +362,7 @@ class ServerTest(unittest.TestCase):
                 break
             self.assertLess(time.time(), deadline, "disconnected request still running")
             time.sleep(0.05)
-        aborted = [l for l in text.splitlines()
-                   if l.startswith("vllm:request_success_total") and 'abort' in l]
-        self.assertGreaterEqual(float(aborted[0].rsplit(" ", 1)[1]), 1)
+        self.assertGreaterEqual(aborted_total(text), 1)
 
     def test_metrics(self):
         self.s.json("POST", "/v1/chat/completions", chat())
@@ -412,9 +417,7 @@ class ServerTest(unittest.TestCase):
         # generation used to run on (the disconnect watch ended at the byte) with the socket in
         # CLOSE_WAIT.
         _, _, before = self.s.request("GET", "/metrics")
-        aborts0 = [l for l in before.decode().splitlines()
-                   if l.startswith("vllm:request_success_total") and "abort" in l]
-        aborts0 = float(aborts0[0].rsplit(" ", 1)[1]) if aborts0 else 0.0
+        aborts0 = aborted_total(before.decode())
         body = json.dumps(chat(max_tokens=100000, ignore_eos=True)).encode()
         sock = socket.create_connection(("127.0.0.1", self.s.port))
         sock.sendall(self.post_bytes(body))
@@ -426,10 +429,8 @@ class ServerTest(unittest.TestCase):
         while True:
             _, _, text = self.s.request("GET", "/metrics")
             text = text.decode()
-            aborts = [l for l in text.splitlines()
-                      if l.startswith("vllm:request_success_total") and "abort" in l]
-            aborted = float(aborts[0].rsplit(" ", 1)[1]) if aborts else 0.0
-            if metric(text, "vllm:num_requests_running") == 0 and aborted > aborts0:
+            if (metric(text, "vllm:num_requests_running") == 0
+                    and aborted_total(text) > aborts0):
                 break
             self.assertLess(time.time(), deadline, "the generation outlived its client")
             time.sleep(0.1)
