@@ -27,6 +27,7 @@ constexpr const char* kServerTunables[] = {
     "DSV41_MAX_CONTEXT",
     "DSV41_KV_BYTES",
     "DSV41_PREFIX_CACHE_ENTRIES",
+    "DSV41_SPECULATIVE_TOKENS",
     "DSV41_MAX_QUEUE",
     "DSV41_MAX_BODY_BYTES",
     "DSV41_MAX_CONNECTIONS",
@@ -84,6 +85,7 @@ ServerConfig from_tunables(const Tunables& t) {
   c.engine.kv_bytes = t.get_int("DSV41_KV_BYTES");
   c.engine.prefix_cache_entries = static_cast<int>(t.get_int("DSV41_PREFIX_CACHE_ENTRIES"));
   c.engine.max_queue = static_cast<int>(t.get_int("DSV41_MAX_QUEUE"));
+  c.engine.speculative_tokens = static_cast<int>(t.get_int("DSV41_SPECULATIVE_TOKENS"));
   c.rank = static_cast<int>(t.get_int("DSV41_RANK"));
   c.peer = t.get_string("DSV41_PEER");
   c.tp_bind = t.get_string("DSV41_TP_BIND");
@@ -136,7 +138,7 @@ Status ServerConfig::validate() const {
     return Status(s.code(), s.message() +
                                 " (flags --max-sequences, --max-batched-tokens, "
                                 "--max-context, --kv-bytes, --prefix-cache-entries, "
-                                "--max-queue)");
+                                "--max-queue, --speculative-tokens)");
   return Status::ok();
 }
 

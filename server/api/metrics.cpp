@@ -15,8 +15,7 @@ void Histogram::observe(double value) {
   count_++;
 }
 
-void Histogram::render(std::string& out, const std::string& name,
-                       const std::string& labels) const {
+void Histogram::render(std::string& out, const std::string& name, const std::string& labels) const {
   uint64_t cumulative = 0;
   for (size_t i = 0; i <= bounds_.size(); ++i) {
     cumulative += counts_[i];
@@ -29,12 +28,12 @@ void Histogram::render(std::string& out, const std::string& name,
 
 // Bucket bounds as vLLM's loggers.py uses them (seconds).
 ServerMetrics::ServerMetrics()
-    : ttft_({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0,
-             7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}),
-      itl_({0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5,
-            10.0, 20.0, 40.0, 80.0}),
-      e2e_({0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0,
-            120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}) {}
+    : ttft_({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+             1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}),
+      itl_({0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+            20.0, 40.0, 80.0}),
+      e2e_({0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
+            30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}) {}
 
 void ServerMetrics::observe_time_to_first_token(double s) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -75,9 +74,14 @@ std::string ServerMetrics::render(const EngineStats& st, const std::string& mode
           st.prefix_cache_queries);
   counter("vllm:prefix_cache_hits", "Prompt tokens served from the prefix cache.",
           st.prefix_cache_hits);
+  counter("vllm:spec_decode_num_draft_tokens", "Draft tokens verified (speculative decoding).",
+          st.spec_draft_tokens_total);
+  counter("vllm:spec_decode_num_accepted_tokens", "Draft tokens accepted.",
+          st.spec_accepted_tokens_total);
   std::lock_guard<std::mutex> lock(mu_);
-  out += "# HELP vllm:request_success_total Finished requests by reason.\n"
-         "# TYPE vllm:request_success_total counter\n";
+  out +=
+      "# HELP vllm:request_success_total Finished requests by reason.\n"
+      "# TYPE vllm:request_success_total counter\n";
   for (const char* reason : {"stop", "length", "abort", "error"}) {
     auto it = finished_.find(reason);
     out += fmt::format("vllm:request_success_total{{{},finished_reason=\"{}\"}} {}\n", labels,

@@ -521,6 +521,36 @@ class ServerTest(unittest.TestCase):
         conn.close()
 
 
+class SpeculativeTest(unittest.TestCase):
+    def test_speculative_tokens_keep_the_output(self):
+        """--speculative-tokens 5: the same greedy text as without, and vLLM's spec counters."""
+        prompt = "Hello, who are you? " * 6
+        body = {"model": "deepseek-v4.1-flash", "prompt": prompt, "max_tokens": 24,
+                "temperature": 0, "ignore_eos": True}
+        texts = []
+        for flags in ((), ("--speculative-tokens", "5")):
+            s = Server(BINARY, MODEL, *flags, key=KEY)
+            try:
+                status, full = s.json("POST", "/v1/completions", body)
+                self.assertEqual(status, 200, full)
+                self.assertEqual(full["usage"]["completion_tokens"], 24)
+                streamed = dict(body, stream=True)
+                status, _, lines = s.stream_lines("/v1/completions", streamed)
+                self.assertEqual("".join(e["choices"][0]["text"] for e in parse_sse(lines)),
+                                 full["choices"][0]["text"])
+                texts.append(full["choices"][0]["text"])
+                status, _, data = s.request("GET", "/metrics")
+                text = data.decode()
+                drafted = metric(text, "vllm:spec_decode_num_draft_tokens_total")
+                accepted = metric(text, "vllm:spec_decode_num_accepted_tokens_total")
+                self.assertLessEqual(accepted, drafted)
+                if not flags:
+                    self.assertEqual(drafted, 0)
+            finally:
+                self.assertEqual(s.stop(), 0, "".join(s.log))
+        self.assertEqual(texts[0], texts[1])
+
+
 class KeyFileAndShutdownTest(unittest.TestCase):
     def test_generated_key_file_and_sigterm(self):
         import os

@@ -407,6 +407,19 @@ TEST_CASE("config: flags override env defaults, errors name the flag", "[server]
   CHECK(ve.message().find("--backend (DSV41_BACKEND) = \"gpu\" must be cpu or cuda") !=
         std::string::npos);
 
+  const char* argv7[] = {"dsv41-server", "--model", "m", "--speculative-tokens", "5"};
+  Result<ParsedArgs> f = parse_args(5, const_cast<char**>(argv7));
+  REQUIRE(f.is_ok());
+  CHECK(f->config.engine.speculative_tokens == 5);
+  CHECK(f->config.validate().is_ok());
+  const char* argv8[] = {"dsv41-server", "--model", "m", "--speculative-tokens", "16"};
+  Result<ParsedArgs> g = parse_args(5, const_cast<char**>(argv8));
+  REQUIRE(g.is_ok());
+  Status vg = g->config.validate();
+  CHECK(vg.message().find("EngineParams.speculative_tokens = 16 must be in [0, 15]") !=
+        std::string::npos);
+  CHECK(vg.message().find("--speculative-tokens") != std::string::npos);
+
   const char* argv4[] = {"dsv41-server", "--port", "eighty"};
   CHECK_FALSE(parse_args(3, const_cast<char**>(argv4)).is_ok());
 

@@ -118,6 +118,58 @@ TEST_CASE("tp engine: rank 0's Engine with a follower gives the oracle's greedy 
   REQUIRE(fs.is_ok());
 }
 
+TEST_CASE("tp engine: speculative rounds (verify forward + rollback) stay in lockstep",
+          "[tp][runtime]") {
+  // prompt1, its greedy continuation, prompt1 again: prompt lookup drafts, some rejected, so
+  // rank 0 rolls back and the follower must roll back the same rows.
+  test::GoldenCase g("tiny8");
+  const auto p1 = g.i32("prompt1.input_ids");
+  auto run = [&](const Model& m, const std::vector<int32_t>& prompt, int speculative_tokens,
+                 EngineStats* stats) {
+    EngineParams ep;
+    ep.speculative_tokens = speculative_tokens;
+    Result<Engine> engine = Engine::create(m, ep);
+    REQUIRE(engine.is_ok());
+    Collector c;
+    const RequestId id = *engine->submit(greedy(prompt, 24), c.callback());
+    GenerationEvent ev;
+    REQUIRE(c.wait(id, std::chrono::seconds(120), &ev));
+    INFO(ev.status.to_string());
+    REQUIRE(ev.status.is_ok());
+    *stats = engine->stats();
+    return c.tokens[id];
+  };
+  ModelParams single;
+  single.model_dir = test::fixture("golden/tiny8");
+  single.threads = 1;
+  const Model one = std::move(Model::load(single)).value();
+  EngineStats plain_stats, spec_stats;
+  std::vector<int32_t> prompt = p1;
+  const std::vector<int32_t> cont = run(one, p1, 0, &plain_stats);
+  prompt.insert(prompt.end(), cont.begin(), cont.end());
+  prompt.insert(prompt.end(), p1.begin(), p1.end());
+  const std::vector<int32_t> want = run(one, prompt, 0, &plain_stats);
+  const uint16_t port = tp_test::free_port();
+  auto follower = std::async(std::launch::async, [&]() -> Status {
+    Result<Model> m = Model::load(rank_params(1, port));
+    if (!m) return m.status();
+    return m->run_tp_follower();
+  });
+  {
+    Result<Model> m = Model::load(rank_params(0, port));
+    REQUIRE(m.is_ok());
+    REQUIRE(run(*m, prompt, 5, &spec_stats) == want);
+    INFO("drafted " << spec_stats.spec_draft_tokens_total << ", accepted "
+                    << spec_stats.spec_accepted_tokens_total);
+    REQUIRE(spec_stats.spec_draft_tokens_total > spec_stats.spec_accepted_tokens_total);
+    REQUIRE(m->tp_health().is_ok());
+  }
+  REQUIRE(follower.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  const Status fs = follower.get();
+  INFO(fs.to_string());
+  REQUIRE(fs.is_ok());
+}
+
 TEST_CASE("tp engine: a settings mismatch is refused on both ranks naming the key",
           "[tp][runtime]") {
   const uint16_t port = tp_test::free_port();

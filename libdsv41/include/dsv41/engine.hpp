@@ -28,6 +28,11 @@ struct EngineParams {
   int64_t kv_bytes = 2700000000;      // state budget in the model's quantised formats (KV_BYTES)
   int prefix_cache_entries = 4;       // finished prefixes kept for reuse (0 = off)
   int max_queue = 256;                // waiting requests before submit() answers kOutOfMemory
+  // Speculative decoding (docs/speculative.md): prompt-lookup drafts verified per decode step,
+  // 0 = off, else 1..15 drafts (SpeculativeParams.max_draft_tokens). The tokens are those of
+  // plain decoding (greedy: identical; sampling: the same distribution). Requests with a
+  // TokenConstraint decode one token per step.
+  int speculative_tokens = 0;
   Status validate() const;
 };
 
@@ -75,6 +80,8 @@ struct EngineStats {
   int64_t prefix_cache_queries = 0;  // prompt tokens looked up in it (every admitted prompt)
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
+  int64_t spec_draft_tokens_total = 0;     // drafts verified (speculative_tokens > 0)
+  int64_t spec_accepted_tokens_total = 0;  // of them, accepted
 };
 
 class DSV41_API Engine {

@@ -38,6 +38,9 @@ class DSV41_API Session {
   [[nodiscard]] Result<std::vector<float>> append(std::span<const int32_t> ids,
                                                   bool all_logits = false);
   int64_t position() const;
+  // The most positions this session can hold: min(SessionParams.max_context, the model's
+  // max_position_embeddings).
+  int64_t max_context() const;
   const std::vector<int32_t>& tokens() const;
   // Undoes the last n appended positions exactly (speculative decoding): appending the same
   // tokens again gives bit-identical logits. kInvalidArgument when n exceeds the rollback depth

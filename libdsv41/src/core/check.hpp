@@ -33,6 +33,17 @@ class Failure : public std::exception {
   throw Failure(code, std::move(message), file, line);
 }
 
+// Back from a public call to the internal convention: a failed Status / Result throws its code and
+// message (for internal code built on the public API, e.g. speculative/).
+inline void throw_if_error(const Status& s, const char* file, int line) {
+  if (!s.is_ok()) throw Failure(s.code(), s.message(), file, line);
+}
+template <typename T>
+T take(Result<T>&& r, const char* file, int line) {
+  throw_if_error(r.status(), file, line);
+  return std::move(r).value();
+}
+
 // Runs fn(); converts Failure / std::bad_alloc / any std::exception into a Status.
 template <typename Fn>
 Status capture_status(Fn&& fn) noexcept {
@@ -53,12 +64,16 @@ Status capture_status(Fn&& fn) noexcept {
 }  // namespace dsv41::detail
 
 // DSV41_CHECK(cond, code, "fmt {}", args...): on failure throws Failure(code, formatted message).
-#define DSV41_CHECK(cond, code, ...)                                                           \
-  do {                                                                                         \
-    if (!(cond)) [[unlikely]]                                                                  \
+#define DSV41_CHECK(cond, code, ...)                                                        \
+  do {                                                                                      \
+    if (!(cond)) [[unlikely]]                                                               \
       ::dsv41::detail::fail(::dsv41::ErrorCode::code, ::fmt::format(__VA_ARGS__), __FILE__, \
-                            __LINE__);                                                         \
+                            __LINE__);                                                      \
   } while (0)
+
+// DSV41_TRY(status) / DSV41_TAKE(result): throw a failed public Status / Result as a Failure.
+#define DSV41_TRY(status) ::dsv41::detail::throw_if_error((status), __FILE__, __LINE__)
+#define DSV41_TAKE(result) ::dsv41::detail::take((result), __FILE__, __LINE__)
 
 #define DSV41_FAIL(code, ...) \
   ::dsv41::detail::fail(::dsv41::ErrorCode::code, ::fmt::format(__VA_ARGS__), __FILE__, __LINE__)

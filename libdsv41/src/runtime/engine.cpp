@@ -21,27 +21,10 @@
 #include "runtime/prefix_cache.hpp"
 #include "sampling/device_sample_plan.hpp"
 #include "sampling/stop_matcher.hpp"
+#include "speculative/ngram_drafter.hpp"
+#include "speculative/round.hpp"
 
 namespace dsv41 {
-
-Status EngineParams::validate() const {
-  auto bad = [](const std::string& m) { return Status(ErrorCode::kInvalidArgument, m); };
-  if (max_sequences < 1)
-    return bad("EngineParams.max_sequences = " + std::to_string(max_sequences) + " must be >= 1");
-  if (max_batched_tokens < 1)
-    return bad("EngineParams.max_batched_tokens = " + std::to_string(max_batched_tokens) +
-               " must be >= 1");
-  if (max_context < 2)
-    return bad("EngineParams.max_context = " + std::to_string(max_context) + " must be >= 2");
-  if (kv_bytes < 1)
-    return bad("EngineParams.kv_bytes = " + std::to_string(kv_bytes) + " must be >= 1");
-  if (prefix_cache_entries < 0)
-    return bad("EngineParams.prefix_cache_entries = " + std::to_string(prefix_cache_entries) +
-               " must be >= 0");
-  if (max_queue < 1)
-    return bad("EngineParams.max_queue = " + std::to_string(max_queue) + " must be >= 1");
-  return Status::ok();
-}
 
 namespace {
 
@@ -57,9 +40,10 @@ struct Request {
   std::optional<Sampler> sampler;
   std::optional<sampling::StopMatcher> stop;
   std::optional<StreamDetokenizer> detok;
-  int64_t prefilled = 0;       // prompt tokens already in the state
-  int64_t cached = 0;          // of which served from the prefix cache
-  int32_t pending_token = -1;  // sampled, not yet appended
+  int64_t prefilled = 0;                                 // prompt tokens already in the state
+  int64_t cached = 0;                                    // of which served from the prefix cache
+  int32_t pending_token = -1;                            // sampled, not yet appended
+  std::optional<sampling::Xoshiro256StarStar> spec_rng;  // acceptance draws (speculative_tokens)
   int64_t generated = 0;
   bool cancelled = false;
   bool finished = false;  // the kFinished event was sent
@@ -75,6 +59,9 @@ struct DSV41_INTERNAL Engine::Impl {
   // One page pool of kv_bytes shared by every sequence and prefix-cache entry (docs/state.md).
   std::shared_ptr<kv::PagePool> pool;
   Logger logger;  // DSV41_LOG_LEVEL
+  // Prompt lookup (speculative_tokens > 0); stateless, used on the scheduler thread only.
+  speculative::NgramDrafter drafter{NgramDrafterParams{}};
+  std::vector<int32_t> draft_context;  // the drafter's input, reused
 
   mutable std::mutex mu;
   std::condition_variable cv;
@@ -135,6 +122,11 @@ struct DSV41_INTERNAL Engine::Impl {
   // Requests whose state could not be made go to *failed (finished by the caller, unlocked).
   bool admit_locked(std::vector<std::unique_ptr<Request>>* failed);
   void step(Request& r, int64_t* budget);
+  // A decode step of r as one speculative round: the pending token and the drafts in one
+  // forward, then every kept token delivered in order.
+  void speculative_step(Request& r);
+  // Streams the sampled (and sampler-accepted) token `id` of r; true when r finished with it.
+  bool deliver(Request& r, int32_t id);
   void finish(Request& r, FinishReason reason, Status status, std::string tail = {});
 };
 
@@ -187,6 +179,7 @@ void Engine::Impl::step(Request& r, int64_t* budget) {
     ids = std::span<const int32_t>(&pending, 1);
   }
   const bool prefill = r.prefilled < n_prompt;
+  if (!prefill && params.speculative_tokens > 0 && !r.req.constraint) return speculative_step(r);
   const bool samples = !prefill || r.prefilled + static_cast<int64_t>(ids.size()) == n_prompt;
   std::vector<float> logits;
   std::optional<sampling::SamplePlan> plan;
@@ -218,6 +211,40 @@ void Engine::Impl::step(Request& r, int64_t* budget) {
   Status st = r.sampler->accept(id);
   if (!st.is_ok()) return finish(r, FinishReason::kNone, st);
   if (r.req.constraint) r.req.constraint->accept(id);
+  if (!deliver(r, id)) r.pending_token = id;
+}
+
+void Engine::Impl::speculative_step(Request& r) {
+  if (!r.spec_rng) r.spec_rng.emplace(speculative::acceptance_seed(r.req.sampling.seed));
+  BackendSequence& seq = *r.session->state;
+  const ModelInfo& info = model->info;
+  speculative::RoundTarget target;
+  target.tokens = seq.tokens();
+  target.room =
+      std::min({seq.max_context(), max_context, info.max_position_embeddings}) - seq.pos();
+  target.append_all = [&](std::span<const int32_t> ids) {
+    return session_append(*r.session, ids, /*all_logits=*/true);
+  };
+  target.rollback = [&](int64_t n) { seq.rollback(n); };
+  const int64_t left = r.req.stop.max_tokens == kNoTokenLimit ? std::numeric_limits<int64_t>::max()
+                                                              : r.req.stop.max_tokens - r.generated;
+  const speculative::RoundLimits limits{params.speculative_tokens, info.vocab_size,
+                                        info.eos_token_id};
+  const SpeculativeRound round =
+      speculative::run_round(target, *r.sampler, drafter, *r.spec_rng, limits, r.pending_token,
+                             std::max<int64_t>(left, 1), draft_context);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stats.spec_draft_tokens_total += round.drafted;
+    stats.spec_accepted_tokens_total += round.accepted;
+  }
+  for (int32_t id : round.tokens)
+    if (deliver(r, id)) return;  // rows after a stop stay in the finished sequence: harmless
+  r.pending_token = round.tokens.back();
+}
+
+bool Engine::Impl::deliver(Request& r, int32_t id) {
+  const int64_t n_prompt = static_cast<int64_t>(r.req.prompt.size());
   r.generated++;
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -234,13 +261,15 @@ void Engine::Impl::step(Request& r, int64_t* budget) {
   r.cb(ev);
   if (s.finish != FinishReason::kNone) {
     std::string tail = s.finish == FinishReason::kLength ? r.detok->flush() : std::string();
-    return finish(r, s.finish, Status::ok(), std::move(tail));
+    finish(r, s.finish, Status::ok(), std::move(tail));
+    return true;
   }
   if (n_prompt + r.generated >= max_context) {  // prompt + output fill the context
     std::string tail = r.stop->flush() + r.detok->flush();
-    return finish(r, FinishReason::kLength, Status::ok(), std::move(tail));
+    finish(r, FinishReason::kLength, Status::ok(), std::move(tail));
+    return true;
   }
-  r.pending_token = id;
+  return false;
 }
 
 // Moves waiting requests into `running` while sequences and state budget allow.

@@ -120,6 +120,9 @@ Result<std::vector<float>> Session::append(std::span<const int32_t> ids, bool al
 }
 
 int64_t Session::position() const { return impl_->state->pos(); }
+int64_t Session::max_context() const {
+  return std::min(impl_->params.max_context, impl_->model->info.max_position_embeddings);
+}
 const std::vector<int32_t>& Session::tokens() const { return impl_->state->tokens(); }
 void Session::reset() { impl_->state->reset(); }
 

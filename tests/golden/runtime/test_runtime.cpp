@@ -344,3 +344,76 @@ TEST_CASE("engine: cancel, typed submit errors, budget exhaustion, shutdown", "[
   REQUIRE(engine->submit(greedy_request(p1, 4), c.callback()).status().code() ==
           ErrorCode::kAborted);
 }
+
+namespace {
+struct EngineRun {
+  std::vector<int32_t> tokens;
+  GenerationEvent done;
+  EngineStats stats;
+};
+
+EngineRun run_engine(int speculative_tokens, const GenerationRequest& req) {
+  EngineParams ep;
+  ep.speculative_tokens = speculative_tokens;
+  auto engine = Engine::create(tiny8(), ep);
+  REQUIRE(engine.is_ok());
+  Collector c;
+  auto id = engine->submit(req, c.callback());
+  REQUIRE(id.is_ok());
+  EngineRun out;
+  out.done = c.wait(*id);
+  out.stats = engine->stats();
+  std::lock_guard<std::mutex> lock(c.mu);
+  out.tokens = c.tokens[*id];
+  return out;
+}
+}  // namespace
+
+TEST_CASE("engine: speculative decoding streams the tokens of plain decoding",
+          "[golden][runtime]") {
+  // prompt1, its greedy continuation, prompt1 again: prompt lookup finds n-grams to draft from
+  // (tests/golden/speculative/test_speculative.cpp).
+  const auto p1 = golden().ids("prompt1.input_ids");
+  std::vector<int32_t> prompt = p1;
+  const EngineRun g = run_engine(0, greedy_request(p1, 24));
+  prompt.insert(prompt.end(), g.tokens.begin(), g.tokens.end());
+  prompt.insert(prompt.end(), p1.begin(), p1.end());
+
+  GenerationRequest greedy = greedy_request(prompt, 32);
+  GenerationRequest sampled = greedy;
+  sampled.sampling.temperature = 0.8f;
+  sampled.sampling.top_k = 3;
+  sampled.sampling.seed = 7;
+  GenerationRequest stopped = greedy;
+  const EngineRun plain = run_engine(0, greedy);
+  stopped.stop.stop_token_ids = {plain.tokens[9]};
+  GenerationRequest short_one = greedy;
+  short_one.stop.max_tokens = 3;
+  for (const GenerationRequest* req : {&greedy, &stopped, &short_one}) {
+    const EngineRun want = run_engine(0, *req);
+    const EngineRun got = run_engine(5, *req);
+    REQUIRE(got.done.status.is_ok());
+    REQUIRE(got.tokens == want.tokens);
+    REQUIRE(got.done.finish == want.done.finish);
+    REQUIRE(got.done.completion_tokens == want.done.completion_tokens);
+    REQUIRE(got.stats.generation_tokens_total == want.stats.generation_tokens_total);
+    REQUIRE(want.stats.spec_draft_tokens_total == 0);
+  }
+  const EngineRun spec = run_engine(5, greedy);
+  INFO("drafted " << spec.stats.spec_draft_tokens_total << ", accepted "
+                  << spec.stats.spec_accepted_tokens_total);
+  REQUIRE(spec.stats.spec_draft_tokens_total > 0);
+  REQUIRE(spec.stats.spec_accepted_tokens_total <= spec.stats.spec_draft_tokens_total);
+  // Sampled: a seed gives the same tokens again (acceptance draws seeded from it too), and the
+  // max_tokens limit holds exactly.
+  const EngineRun a = run_engine(5, sampled), b = run_engine(5, sampled);
+  REQUIRE(a.done.status.is_ok());
+  REQUIRE(a.tokens == b.tokens);
+  REQUIRE(a.tokens.size() == 32);
+  REQUIRE(a.done.finish == FinishReason::kLength);
+
+  EngineParams bad;
+  bad.speculative_tokens = 16;
+  REQUIRE_THAT(Engine::create(tiny8(), bad).status().message(),
+               Catch::Contains("EngineParams.speculative_tokens = 16 must be in [0, 15]"));
+}

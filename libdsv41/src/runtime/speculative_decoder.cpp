@@ -1,0 +1,69 @@
+// SpeculativeDecoder (dsv41/speculative.hpp): speculative::run_round on a Session.
+#include "core/check.hpp"
+#include "dsv41/speculative.hpp"
+#include "sampling/rng.hpp"
+#include "speculative/round.hpp"
+
+namespace dsv41 {
+
+struct DSV41_INTERNAL SpeculativeDecoder::Impl {
+  SpeculativeParams params;
+  std::unique_ptr<Drafter> drafter;
+  speculative::RoundLimits limits;
+  sampling::Xoshiro256StarStar rng;
+  SpeculativeStats stats;
+  std::vector<int32_t> context;  // the drafter's input, reused across rounds
+
+  Impl(const SpeculativeParams& p, std::unique_ptr<Drafter> d, const ModelInfo& info)
+      : params(p),
+        drafter(std::move(d)),
+        limits{p.max_draft_tokens, info.vocab_size, info.eos_token_id},
+        rng(speculative::acceptance_seed(p.seed)) {}
+};
+
+Result<SpeculativeDecoder> SpeculativeDecoder::create(const Model& model,
+                                                      std::unique_ptr<Drafter> drafter,
+                                                      const SpeculativeParams& params) {
+  Status st = params.validate();
+  if (!st.is_ok()) return st;
+  if (!drafter)
+    return Status(ErrorCode::kInvalidArgument, "SpeculativeDecoder::create: drafter is null");
+  std::unique_ptr<Impl> impl;
+  st = detail::capture_status(
+      [&] { impl = std::make_unique<Impl>(params, std::move(drafter), model.info()); });
+  if (!st.is_ok()) return st;
+  return SpeculativeDecoder(std::move(impl));
+}
+
+SpeculativeDecoder::SpeculativeDecoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+SpeculativeDecoder::SpeculativeDecoder(SpeculativeDecoder&&) noexcept = default;
+SpeculativeDecoder& SpeculativeDecoder::operator=(SpeculativeDecoder&&) noexcept = default;
+SpeculativeDecoder::~SpeculativeDecoder() = default;
+
+Result<SpeculativeRound> SpeculativeDecoder::step(Session& session, Sampler& sampler, int32_t next,
+                                                  int64_t max_tokens) {
+  Impl& m = *impl_;
+  SpeculativeRound out;
+  Status st = detail::capture_status([&] {
+    speculative::RoundTarget target;
+    target.tokens = session.tokens();
+    target.room = session.max_context() - session.position();
+    target.append_all = [&](std::span<const int32_t> ids) {
+      return DSV41_TAKE(session.append(ids, /*all_logits=*/true));
+    };
+    target.rollback = [&](int64_t n) { DSV41_TRY(session.rollback(n)); };
+    out = speculative::run_round(target, sampler, *m.drafter, m.rng, m.limits, next, max_tokens,
+                                 m.context);
+  });
+  if (!st.is_ok()) return st;
+  ++m.stats.rounds;
+  m.stats.drafted += out.drafted;
+  m.stats.accepted += out.accepted;
+  m.stats.emitted += static_cast<int64_t>(out.tokens.size());
+  return out;
+}
+
+const SpeculativeStats& SpeculativeDecoder::stats() const { return impl_->stats; }
+const SpeculativeParams& SpeculativeDecoder::params() const { return impl_->params; }
+
+}  // namespace dsv41
