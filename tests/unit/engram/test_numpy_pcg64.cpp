@@ -63,7 +63,7 @@ TEST_CASE("engram: integers: 32-bit Lemire path on next_u32, range and offset", 
   CHECK(rng.integers(5, 1005, 6) == want);
 }
 
-TEST_CASE("engram: integers: degenerate range consumes no draw; bad range is an error",
+TEST_CASE("engram: integers: degenerate range consumes no draw, bad range is an error",
           "[unit][engram]") {
   NumpyPcg64 a(1), b(1);
   CHECK(a.integers(3, 4, 3) == std::vector<int64_t>{3, 3, 3});

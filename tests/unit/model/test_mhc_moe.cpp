@@ -19,7 +19,7 @@ namespace {
 
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
-TEST_CASE("model: Sinkhorn of equal logits is uniform; output is column-stochastic",
+TEST_CASE("model: Sinkhorn of equal logits is uniform, output is column-stochastic",
           "[unit][mhc]") {
   float logits[16] = {}, c[16];
   hc_sinkhorn(logits, 4, 20, 1e-6f, c);
@@ -35,7 +35,7 @@ TEST_CASE("model: Sinkhorn of equal logits is uniform; output is column-stochast
 }
 
 TEST_CASE(
-    "model: expand uses comb[j,k] with j the input stream; collapse "
+    "model: expand uses comb(j, k) with j the input stream, collapse "
     "weighs streams by pre",
     "[unit][mhc]") {
   const HcShape s{4, 2};
@@ -85,7 +85,7 @@ MoeShape shape3() {
 }
 
 TEST_CASE(
-    "model: router: bias selects but does not weigh; bias_vl on image "
+    "model: router: bias selects but does not weigh, bias_vl on image "
     "positions",
     "[unit][moe]") {
   MoeWeights w;

@@ -199,8 +199,10 @@ TEST_CASE("tokenizer / pre-tokenizer: GPT-2 ByteLevel regex, Removed, String pat
   CHECK_THROWS_WITH(after.load(), Catch::Contains("after ByteLevel"));
 }
 
-TEST_CASE("tokenizer / pre-tokenizer: \\s is Unicode White_Space (Oniguruma), not PCRE2's",
-          "[unit][tokenizer]") {
+TEST_CASE(
+    "tokenizer / pre-tokenizer: the whitespace class is Unicode White_Space (Oniguruma), not "
+    "PCRE2's",
+    "[unit][tokenizer]") {
   using dsv41::PreTokenizer;
   const std::string ws =
       "\\x{9}-\\x{d}\\x{20}\\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}"
