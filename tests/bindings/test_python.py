@@ -36,6 +36,20 @@ class BindingTest(unittest.TestCase):
         self.assertEqual(events[-1].finish_reason, "length")
         self.assertEqual(events[-1].completion_tokens, 12)
 
+    def test_speculative_engine_gives_the_same_tokens(self):
+        prompt = self.prompt1["ids"] * 2
+        runs = []
+        for spec in (0, 5):
+            with dsv41.Engine(self.model, speculative_tokens=spec) as engine:
+                events = list(engine.generate(prompt, max_tokens=16, temperature=0.0,
+                                              ignore_eos=True))
+            runs.append([e.token for e in events if not e.finished])
+        self.assertEqual(len(runs[0]), 16)
+        self.assertEqual(runs[0], runs[1])
+        with self.assertRaises(dsv41.Dsv41Error) as cm:
+            dsv41.Engine(self.model, speculative_tokens=16)
+        self.assertIn("speculative_tokens = 16", str(cm.exception))
+
     def test_session_logits_argmax(self):
         s = dsv41.Session(self.model)
         logits = s.append(self.prompt1["ids"])

@@ -252,7 +252,8 @@ class Engine:
     """The scheduler: streaming generation of several requests at once."""
 
     def __init__(self, model: Model, max_sequences: int = 2, max_batched_tokens: int = 2048,
-                 max_context: int = 262144, kv_bytes: int = 2_700_000_000):
+                 max_context: int = 262144, kv_bytes: int = 2_700_000_000,
+                 speculative_tokens: int = 0):
         self._handle = None
         lib = _ffi.lib()
         params = lib.dsv41_engine_default_params()
@@ -260,6 +261,8 @@ class Engine:
         params.max_batched_tokens = _int("max_batched_tokens", max_batched_tokens)
         params.max_context = _int("max_context", max_context)
         params.kv_bytes = _int("kv_bytes", kv_bytes)
+        # Prompt-lookup drafts verified per decode step (0 = off; docs/speculative.md).
+        params.speculative_tokens = _int("speculative_tokens", speculative_tokens, ctypes.c_int32)
         self._key = next(_ENGINE_KEYS)
         self._routes = _Routes()
         _ENGINES[self._key] = self._routes

@@ -23,7 +23,8 @@ class SessionParams(ctypes.Structure):
 class EngineParams(ctypes.Structure):
     _fields_ = [("max_sequences", ctypes.c_int32), ("max_batched_tokens", ctypes.c_int64),
                 ("max_context", ctypes.c_int64), ("kv_bytes", ctypes.c_int64),
-                ("prefix_cache_entries", ctypes.c_int32), ("max_queue", ctypes.c_int32)]
+                ("prefix_cache_entries", ctypes.c_int32), ("max_queue", ctypes.c_int32),
+                ("speculative_tokens", ctypes.c_int32)]
 
 
 class SamplerParams(ctypes.Structure):
@@ -41,6 +42,17 @@ class StopParams(ctypes.Structure):
                 ("stop_token_ids", ctypes.POINTER(ctypes.c_int32)),
                 ("n_stop_token_ids", ctypes.c_size_t), ("max_tokens", ctypes.c_int64),
                 ("ignore_eos", ctypes.c_int), ("include_stop_str_in_output", ctypes.c_int)]
+
+
+class SpeculativeParams(ctypes.Structure):
+    _fields_ = [("max_draft_tokens", ctypes.c_int32), ("min_ngram", ctypes.c_int32),
+                ("max_ngram", ctypes.c_int32), ("lookback", ctypes.c_int64),
+                ("has_seed", ctypes.c_int), ("seed", ctypes.c_int64)]
+
+
+class SpeculativeStats(ctypes.Structure):
+    _fields_ = [("rounds", ctypes.c_int64), ("drafted", ctypes.c_int64),
+                ("accepted", ctypes.c_int64), ("emitted", ctypes.c_int64)]
 
 
 class EventStruct(ctypes.Structure):
@@ -103,6 +115,16 @@ def lib():
         "dsv41_engine_submit": (ctypes.c_int, [vp, P(i32), sz, P(SamplerParams), P(StopParams),
                                                EVENT_CALLBACK, vp, P(ctypes.c_uint64)]),
         "dsv41_engine_cancel": (ctypes.c_int, [vp, ctypes.c_uint64]),
+        "dsv41_sampler_create": (ctypes.c_int, [P(SamplerParams), i64, P(vp)]),
+        "dsv41_sampler_free": (None, [vp]),
+        "dsv41_sampler_sample": (ctypes.c_int, [vp, P(ctypes.c_float), sz, P(i32)]),
+        "dsv41_sampler_accept": (ctypes.c_int, [vp, i32]),
+        "dsv41_speculative_default_params": (SpeculativeParams, []),
+        "dsv41_speculative_create": (ctypes.c_int, [vp, P(SpeculativeParams), P(vp)]),
+        "dsv41_speculative_free": (None, [vp]),
+        "dsv41_speculative_step": (ctypes.c_int, [vp, vp, vp, i32, i64, P(i32), sz, P(sz),
+                                                  P(i32)]),
+        "dsv41_speculative_get_stats": (ctypes.c_int, [vp, P(SpeculativeStats)]),
     }
     for name, (res, args) in sigs.items():
         fn = getattr(L, name)

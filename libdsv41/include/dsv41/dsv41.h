@@ -118,6 +118,8 @@ typedef struct dsv41_engine_params {
   int64_t kv_bytes;             /* default 2700000000 */
   int32_t prefix_cache_entries; /* default 4 */
   int32_t max_queue;            /* default 256 */
+  int32_t speculative_tokens;   /* default 0 = off; 1..15 prompt-lookup drafts per decode step
+                                   (docs/speculative.md): same tokens, fewer forward passes */
 } dsv41_engine_params;
 
 typedef struct dsv41_sampler_params {
@@ -184,6 +186,54 @@ DSV41_CAPI dsv41_status dsv41_engine_submit(dsv41_engine* engine, const int32_t*
                                             dsv41_event_callback callback, void* user_data,
                                             uint64_t* request_id_out);
 DSV41_CAPI dsv41_status dsv41_engine_cancel(dsv41_engine* engine, uint64_t request_id);
+
+/* ---- sampler: the sampling chain of one sequence (dsv41/sampler.hpp) -------------------- */
+typedef struct dsv41_sampler dsv41_sampler;
+
+/* NULL params = defaults. Errors name the field (DSV41_ERR_INVALID_ARGUMENT). */
+DSV41_CAPI dsv41_status dsv41_sampler_create(const dsv41_sampler_params* params,
+                                             int64_t vocab_size, dsv41_sampler** out);
+DSV41_CAPI void dsv41_sampler_free(dsv41_sampler* sampler);
+/* Draws a token from one position's logits (n == vocab_size); does not record it. */
+DSV41_CAPI dsv41_status dsv41_sampler_sample(dsv41_sampler* sampler, const float* logits, size_t n,
+                                             int32_t* token_out);
+/* Records a generated token (penalties). */
+DSV41_CAPI dsv41_status dsv41_sampler_accept(dsv41_sampler* sampler, int32_t token);
+
+/* ---- speculative decoding of one session with prompt-lookup drafts (dsv41/speculative.hpp) */
+typedef struct dsv41_speculative dsv41_speculative;
+
+typedef struct dsv41_speculative_params {
+  int32_t max_draft_tokens; /* default 5; 1..15 */
+  int32_t min_ngram;        /* default 2 */
+  int32_t max_ngram;        /* default 4; min_ngram..64 */
+  int64_t lookback;         /* default 0 = the whole context */
+  int has_seed;             /* acceptance draws of sampling samplers */
+  int64_t seed;
+} dsv41_speculative_params;
+
+typedef struct dsv41_speculative_stats {
+  int64_t rounds, drafted, accepted, emitted;
+} dsv41_speculative_stats;
+
+DSV41_CAPI dsv41_speculative_params dsv41_speculative_default_params(void);
+DSV41_CAPI dsv41_status dsv41_speculative_create(const dsv41_model* model,
+                                                 const dsv41_speculative_params* params,
+                                                 dsv41_speculative** out);
+DSV41_CAPI void dsv41_speculative_free(dsv41_speculative* spec);
+/* One round (SpeculativeDecoder::step): `next` was drawn by `sampler` from the logits of the
+ * session's last position and accepted, not appended. Writes the round's tokens (1 ..
+ * max_draft_tokens + 1, each accepted by the sampler; all but the last appended) to tokens and
+ * their count to *n_out; accepted_out (may be NULL) gets the number of kept drafts. capacity must
+ * be >= max_draft_tokens + 1 (checked first: DSV41_ERR_BUFFER_TOO_SMALL, nothing done).
+ * max_tokens >= 1 caps the round. */
+DSV41_CAPI dsv41_status dsv41_speculative_step(dsv41_speculative* spec, dsv41_session* session,
+                                               dsv41_sampler* sampler, int32_t next,
+                                               int64_t max_tokens, int32_t* tokens,
+                                               size_t capacity, size_t* n_out,
+                                               int32_t* accepted_out);
+DSV41_CAPI dsv41_status dsv41_speculative_get_stats(const dsv41_speculative* spec,
+                                                    dsv41_speculative_stats* out);
 
 #ifdef __cplusplus
 }
