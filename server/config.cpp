@@ -28,6 +28,8 @@ constexpr const char* kServerTunables[] = {
     "DSV41_KV_BYTES",
     "DSV41_PREFIX_CACHE_ENTRIES",
     "DSV41_SPECULATIVE_TOKENS",
+    "DSV41_SPECULATIVE_METHOD",
+    "DSV41_SPECULATIVE_CONFIDENCE",
     "DSV41_MAX_QUEUE",
     "DSV41_MAX_BODY_BYTES",
     "DSV41_MAX_CONNECTIONS",
@@ -86,6 +88,8 @@ ServerConfig from_tunables(const Tunables& t) {
   c.engine.prefix_cache_entries = static_cast<int>(t.get_int("DSV41_PREFIX_CACHE_ENTRIES"));
   c.engine.max_queue = static_cast<int>(t.get_int("DSV41_MAX_QUEUE"));
   c.engine.speculative_tokens = static_cast<int>(t.get_int("DSV41_SPECULATIVE_TOKENS"));
+  c.engine.speculative_method = t.get_string("DSV41_SPECULATIVE_METHOD");
+  c.engine.speculative_confidence = static_cast<float>(t.get_float("DSV41_SPECULATIVE_CONFIDENCE"));
   c.rank = static_cast<int>(t.get_int("DSV41_RANK"));
   c.peer = t.get_string("DSV41_PEER");
   c.tp_bind = t.get_string("DSV41_TP_BIND");
@@ -138,7 +142,8 @@ Status ServerConfig::validate() const {
     return Status(s.code(), s.message() +
                                 " (flags --max-sequences, --max-batched-tokens, "
                                 "--max-context, --kv-bytes, --prefix-cache-entries, "
-                                "--max-queue, --speculative-tokens)");
+                                "--max-queue, --speculative-tokens, --speculative-method, "
+                                "--speculative-confidence)");
   return Status::ok();
 }
 

@@ -33,6 +33,10 @@ struct ServerConfig {
   int threads = 0;              // CPU reference worker threads (ModelParams.threads)
   std::string backend = "cpu";  // ModelParams.backend: cpu | cuda
   EngineParams engine;
+  // ModelParams.dspark: the draft module is loaded when the engine drafts with it.
+  bool dspark() const {
+    return engine.speculative_tokens > 0 && engine.speculative_method == "dspark";
+  }
   // Tensor parallelism (docs/tp.md "Rank processes"); off while peer is empty.
   int rank = 0;         // 0: scheduler + HTTP; 1: follower, no HTTP
   std::string peer;     // the other rank's fabric address HOST[:PORT]

@@ -163,6 +163,7 @@ int main(int argc, char** argv) {
   mp.model_dir = config.model_dir;
   mp.threads = config.threads;
   mp.backend = config.backend;
+  mp.dspark = config.dspark();
   mp.tp = tp;
   Result<Model> model = Model::load(mp);
   Status failure;

@@ -550,6 +550,16 @@ class SpeculativeTest(unittest.TestCase):
                 self.assertEqual(s.stop(), 0, "".join(s.log))
         self.assertEqual(texts[0], texts[1])
 
+    def test_dspark_without_a_draft_module_is_refused_by_name(self):
+        """--speculative-method dspark loads mtp.*; tiny8 has none: exit 1 naming the key."""
+        import subprocess
+        proc = subprocess.run([BINARY, "--model", MODEL, "--port", "0", "--host", "127.0.0.1",
+                               "--api-key", KEY, "--threads", "1", "--speculative-tokens", "5",
+                               "--speculative-method", "dspark"],
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertIn("num_nextn_predict_layers = 0", proc.stderr)
+
 
 class KeyFileAndShutdownTest(unittest.TestCase):
     def test_generated_key_file_and_sigterm(self):

@@ -419,6 +419,28 @@ TEST_CASE("config: flags override env defaults, errors name the flag", "[server]
   CHECK(vg.message().find("EngineParams.speculative_tokens = 16 must be in [0, 15]") !=
         std::string::npos);
   CHECK(vg.message().find("--speculative-tokens") != std::string::npos);
+  const char* argv9[] = {"dsv41-server",
+                         "--model",
+                         "m",
+                         "--speculative-tokens",
+                         "5",
+                         "--speculative-method",
+                         "dspark",
+                         "--speculative-confidence",
+                         "0.5"};
+  Result<ParsedArgs> h = parse_args(9, const_cast<char**>(argv9));
+  REQUIRE(h.is_ok());
+  CHECK(h->config.engine.speculative_method == "dspark");
+  CHECK(h->config.engine.speculative_confidence == 0.5f);
+  CHECK(h->config.dspark());
+  CHECK(h->config.validate().is_ok());
+  const char* argv10[] = {"dsv41-server", "--model", "m", "--speculative-method", "eagle"};
+  Result<ParsedArgs> k = parse_args(5, const_cast<char**>(argv10));
+  REQUIRE(k.is_ok());
+  CHECK_FALSE(k->config.dspark());
+  CHECK(k->config.validate().message().find(
+            "EngineParams.speculative_method = \"eagle\" must be \"ngram\" or \"dspark\"") !=
+        std::string::npos);
 
   const char* argv4[] = {"dsv41-server", "--port", "eighty"};
   CHECK_FALSE(parse_args(3, const_cast<char**>(argv4)).is_ok());

@@ -28,11 +28,16 @@ struct EngineParams {
   int64_t kv_bytes = 2700000000;      // state budget in the model's quantised formats (KV_BYTES)
   int prefix_cache_entries = 4;       // finished prefixes kept for reuse (0 = off)
   int max_queue = 256;                // waiting requests before submit() answers kOutOfMemory
-  // Speculative decoding (docs/speculative.md): prompt-lookup drafts verified per decode step,
+  // Speculative decoding (docs/speculative.md): drafts verified per decode step,
   // 0 = off, else 1..15 drafts (SpeculativeParams.max_draft_tokens). The tokens are those of
   // plain decoding (greedy: identical; sampling: the same distribution). Requests with a
   // TokenConstraint decode one token per step.
   int speculative_tokens = 0;
+  // Where the drafts come from: "ngram" (prompt lookup) or "dspark" (the model's draft module;
+  // needs ModelParams.dspark; its block of dspark_block_size tokens caps speculative_tokens).
+  std::string speculative_method = "ngram";
+  // dspark: verify only the drafts whose survival Π c_i is >= this (DsparkDrafterParams).
+  float speculative_confidence = 0.0f;
   Status validate() const;
 };
 

@@ -47,6 +47,9 @@ struct ModelParams {
   // Model::load refuses it with tp.world 2; release FP8/FP4 and EXL3 checkpoints),
   // "" = DSV41_BACKEND. docs/architecture.md "Backends".
   std::string backend;
+  // Also load the DSpark draft module `mtp.*` (spec §6) for make_dspark_drafter() /
+  // EngineParams.speculative_method = "dspark". CPU backend, world 1.
+  bool dspark = false;
   // Names the offending field, e.g. "ModelParams.model_dir is empty".
   Status validate() const;
 };

@@ -54,6 +54,7 @@ class DSV41_API Session {
   struct Impl;
 
  private:
+  friend class SpeculativeDecoder;  // drafts from the sequence's state (DSpark)
   explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

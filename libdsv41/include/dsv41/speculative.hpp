@@ -56,6 +56,20 @@ struct NgramDrafterParams {
 [[nodiscard]] DSV41_API Result<std::unique_ptr<Drafter>> make_ngram_drafter(
     const NgramDrafterParams& params = {});
 
+// DSpark (spec §6): the model's own draft module `mtp.*`, run on the sequence's target features.
+// Needs a Model loaded with ModelParams.dspark (CPU backend, world 1). Its drafts come from the
+// sequence's state, so it drafts only through SpeculativeDecoder::step (its propose() answers
+// kUnsupported).
+struct DsparkDrafterParams {
+  // Verify only the confident prefix of the block: cut before the first draft whose survival
+  // Π c_i (confidence head) is below this. 0 = verify the whole block; DeepSpec uses 0.5.
+  float confidence_threshold = 0.0f;  // [0, 1]
+  [[nodiscard]] Status validate() const;
+};
+// kUnsupported when `model` was loaded without ModelParams.dspark.
+[[nodiscard]] DSV41_API Result<std::unique_ptr<Drafter>> make_dspark_drafter(
+    const Model& model, const DsparkDrafterParams& params = {});
+
 struct SpeculativeParams {
   // Drafted tokens per round, 1..15: the verify forward holds 1 + n rows and the rejected ones
   // are rolled back (Session::rollback depth 16). DSpark drafts 5 (dspark_block_size).

@@ -10,17 +10,17 @@ namespace dsv41 {
 
 enum class ErrorCode {
   kOk = 0,
-  kInvalidArgument,   // a parameter or request field is out of range / malformed
-  kNotFound,          // a file, tensor or key does not exist
-  kCorruptFile,       // a file exists but its bytes violate the format
-  kUnsupported,       // a valid input that this build cannot handle
-  kIo,                // the OS refused a read/write/mmap
-  kOutOfMemory,       // a pool or allocation budget is exhausted
-  kContextOverflow,   // a sequence would exceed the maximum context
-  kCancelled,         // the caller cancelled the request
-  kAborted,           // a peer or the engine aborted (TP link loss, shutdown)
-  kTimeout,           // a bounded wait ran out
-  kInternal,          // a broken invariant: a bug in libdsv41
+  kInvalidArgument,  // a parameter or request field is out of range / malformed
+  kNotFound,         // a file, tensor or key does not exist
+  kCorruptFile,      // a file exists but its bytes violate the format
+  kUnsupported,      // a valid input that this build cannot handle
+  kIo,               // the OS refused a read/write/mmap
+  kOutOfMemory,      // a pool or allocation budget is exhausted
+  kContextOverflow,  // a sequence would exceed the maximum context
+  kCancelled,        // the caller cancelled the request
+  kAborted,          // a peer or the engine aborted (TP link loss, shutdown)
+  kTimeout,          // a bounded wait ran out
+  kInternal,         // a broken invariant: a bug in libdsv41
 };
 
 const char* error_code_name(ErrorCode code);
@@ -47,7 +47,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {}  // NOLINT: must be non-ok
 
   bool is_ok() const { return std::holds_alternative<T>(v_); }

@@ -65,9 +65,15 @@ constexpr TunableSpec kSpecs[] = {
      "server: name of the reasoning output field: reasoning_content|reasoning"},
     {"DSV41_SERVED_MODEL_NAME", TunableType::kString, "deepseek-v4.1-flash",
      "server: model id clients must send"},
+    {"DSV41_SPECULATIVE_CONFIDENCE", TunableType::kFloat, "0",
+     "server: dspark drafts verified only while their survival (confidence head) stays >= this, "
+     "0..1 (EngineParams.speculative_confidence; DeepSpec: 0.5)"},
+    {"DSV41_SPECULATIVE_METHOD", TunableType::kString, "ngram",
+     "server: where speculative drafts come from: ngram (prompt lookup) or dspark (the model's "
+     "mtp.* draft module, loaded for it; CPU backend, one process)"},
     {"DSV41_SPECULATIVE_TOKENS", TunableType::kInt, "0",
-     "server: prompt-lookup drafts verified per decode step (EngineParams.speculative_tokens; "
-     "0 = off, 1..15); same output, fewer forward passes where the output repeats the context"},
+     "server: drafts verified per decode step (EngineParams.speculative_tokens; 0 = off, 1..15); "
+     "same output, fewer forward passes when drafts are accepted"},
     {"DSV41_SSE_KEEPALIVE_MS", TunableType::kInt, "10000",
      "server: ': keep-alive' comment after this long without a stream write"},
     // --- tensor parallelism (dsv41-server flags --rank, --peer, --tp-*; docs/tp.md) ---

@@ -46,7 +46,9 @@ class Binder {
   // role so that the inventory check knows them without depending on the
   // binder's internals.
   void use_attention(const LayerRole& r) {
-    const std::string p = fmt::format("layers.{}.attn.", r.layer);
+    use_attention(r, fmt::format("layers.{}.attn.", r.layer));
+  }
+  void use_attention(const LayerRole& r, const std::string& p) {
     for (const char* w : {"wq_a", "wq_b", "wkv", "wo_a", "wo_b"}) {
       use_if_present(p + w + ".weight");
       use_if_present(p + w + ".scale");
@@ -137,10 +139,10 @@ engram::EngramWeights bind_engram(Binder& b, const Checkpoint& ck, const TextCon
   return engram::load_engram_weights(ck, layer, dims);
 }
 
-MoeWeights bind_moe(Binder& b, const TextConfig& t, int layer, const ShardPlan& sp,
-                    const ModelWeights::ExternalExperts& external) {
-  const std::string p = fmt::format("layers.{}.ffn.", layer);
-  const int64_t D = t.hidden_size, E = t.n_routed_experts, I = t.moe_intermediate_size;
+// `p` = "layers.L.ffn." (E = n_routed_experts) or "mtp.s.ffn." (E = dspark_n_routed_experts).
+MoeWeights bind_moe(Binder& b, const TextConfig& t, const std::string& p, int layer, int64_t E,
+                    const ShardPlan& sp, const ModelWeights::ExternalExperts& external) {
+  const int64_t D = t.hidden_size, I = t.moe_intermediate_size;
   MoeWeights m;
   m.gate = b.mat(p + "gate.weight", E, D);
   m.bias = b.f32(p + "gate.bias", {E});
@@ -172,8 +174,9 @@ MoeWeights bind_moe(Binder& b, const TextConfig& t, int layer, const ShardPlan& 
   return m;
 }
 
-HcSiteWeights bind_hc(Binder& b, const TextConfig& t, int layer, const char* site) {
-  const std::string p = fmt::format("layers.{}.hc_{}_", layer, site);
+// `p` = "layers.L." or "mtp.s."; site = "attn" / "ffn".
+HcSiteWeights bind_hc(Binder& b, const TextConfig& t, const std::string& block, const char* site) {
+  const std::string p = fmt::format("{}hc_{}_", block, site);
   const int64_t mix = (2 + t.hc_mult) * t.hc_mult;
   HcSiteWeights h;
   h.fn = b.f32(p + "fn", {mix, t.hc_mult * t.hidden_size});
@@ -182,11 +185,56 @@ HcSiteWeights bind_hc(Binder& b, const TextConfig& t, int layer, const char* sit
   return h;
 }
 
+// `mtp.{s}.*` (§1.5, §6.1) for s < num_nextn_predict_layers; stage layer ids L + s.
+std::unique_ptr<DsparkWeights> bind_dspark(Binder& b, const Checkpoint& ck, const ModelConfig& cfg,
+                                           const RopeTables& rope, const ShardPlan& sp) {
+  const TextConfig& t = cfg.text;
+  const int S = t.num_nextn_predict_layers;
+  DSV41_CHECK(S > 0, kUnsupported,
+              "DSpark requested but config.json has text_config.num_nextn_predict_layers = 0");
+  DSV41_CHECK(!sp.sharded(), kUnsupported,
+              "DSpark under tensor parallelism is not supported (world {})", sp.world);
+  const int64_t D = t.hidden_size, V = t.vocab_size, R = t.dspark_markov_rank;
+  const int64_t taps = static_cast<int64_t>(t.dspark_target_layer_ids.size());
+  DSV41_CHECK(R > 0 && taps > 0 && t.dspark_n_routed_experts > 0 &&
+                  t.dspark_num_experts_per_tok > 0 &&
+                  t.dspark_num_experts_per_tok <= t.dspark_n_routed_experts,
+              kInvalidArgument,
+              "config.json: DSpark needs dspark_markov_rank ({}), dspark_target_layer_ids ({} "
+              "entries) and 0 < dspark_num_experts_per_tok ({}) <= dspark_n_routed_experts ({})",
+              R, taps, t.dspark_num_experts_per_tok, t.dspark_n_routed_experts);
+  auto w = std::make_unique<DsparkWeights>();
+  w->stages.resize(S);
+  for (int s = 0; s < S; ++s) {
+    DsparkStage& st = w->stages[s];
+    const std::string block = fmt::format("mtp.{}.", s);
+    st.attn_norm = b.vec(block + "attn_norm.weight", D);
+    st.ffn_norm = b.vec(block + "ffn_norm.weight", D);
+    st.hc_attn = bind_hc(b, t, block, "attn");
+    st.hc_ffn = bind_hc(b, t, block, "ffn");
+    LayerRole role;  // §6.1: window only, ratio 0, main RoPE
+    role.layer = t.num_hidden_layers + s;
+    st.attn = AttentionLayer::bind_named(ck, cfg, block + "attn.", role, rope);
+    b.use_attention(role, block + "attn.");
+    st.ffn = bind_moe(b, t, block + "ffn.", role.layer, t.dspark_n_routed_experts, sp, {});
+    st.ffn.expert_begin = 0;  // world 1 (checked above); sp.experts counts the backbone's
+    st.ffn.expert_end = t.dspark_n_routed_experts;
+  }
+  const std::string first = "mtp.0.", last = fmt::format("mtp.{}.", S - 1);
+  w->main_proj = b.linear(first + "main_proj", D, taps * D);
+  w->main_norm = b.vec(first + "main_norm.weight", D);
+  w->norm = b.vec(last + "norm.weight", D);
+  w->markov_embed = b.linear(last + "markov_head.embed", V, R);
+  w->markov_head = b.linear(last + "markov_head.head", V, R);
+  w->confidence = b.mat(last + "confidence_head.proj.weight", 1, D + R);
+  return w;
+}
+
 }  // namespace
 
 std::unique_ptr<ModelWeights> ModelWeights::bind(const Checkpoint& ck, const ModelConfig& cfg,
                                                  const ShardPlan* plan,
-                                                 const ExternalExperts& external) {
+                                                 const ExternalExperts& external, bool dspark) {
   const TextConfig& t = cfg.text;
   DSV41_CHECK(static_cast<int>(cfg.roles.size()) == t.num_hidden_layers, kInternal,
               "ModelWeights::bind needs a validated ModelConfig (roles missing)");
@@ -206,16 +254,18 @@ std::unique_ptr<ModelWeights> ModelWeights::bind(const Checkpoint& ck, const Mod
     const LayerRole& role = cfg.roles[l];
     lw.attn_norm = b.vec(fmt::format("layers.{}.attn_norm.weight", l), D);
     lw.ffn_norm = b.vec(fmt::format("layers.{}.ffn_norm.weight", l), D);
-    lw.hc_attn = bind_hc(b, t, l, "attn");
-    lw.hc_ffn = bind_hc(b, t, l, "ffn");
+    const std::string block = fmt::format("layers.{}.", l);
+    lw.hc_attn = bind_hc(b, t, block, "attn");
+    lw.hc_ffn = bind_hc(b, t, block, "ffn");
     lw.attn = AttentionLayer::bind(ck, cfg, l, *w->rope, &sp);
     b.use_attention(role);
-    lw.ffn = bind_moe(b, t, l, sp, external);
+    lw.ffn = bind_moe(b, t, block + "ffn.", l, t.n_routed_experts, sp, external);
     if (role.engram) {
       lw.engram = std::make_unique<engram::EngramWeights>(
           bind_engram(b, ck, t, l, t.engram_num_embeddings[engram_index++]));
     }
   }
+  if (dspark) w->dspark = bind_dspark(b, ck, cfg, *w->rope, sp);
   b.check_inventory(&w->ignored);
   return w;
 }

@@ -2,7 +2,7 @@
 // model-architecture.md §1.5) with dtype/shape checks, as zero-copy views into
 // the mmapped checkpoint (small fp32 tensors are converted once). bind() also
 // proves the inventory: every checkpoint tensor is either used or in a
-// knowingly ignored group (DSpark `mtp.*`, `vision.*`, `aligner.*`, `image_*`);
+// knowingly ignored group (DSpark `mtp.*` unless bound, `vision.*`, `aligner.*`, `image_*`);
 // anything else is an error naming the tensor and its file.
 #pragma once
 
@@ -17,6 +17,7 @@
 #include "engram/engram_layer.hpp"
 #include "loader/checkpoint.hpp"
 #include "model/attention/attention_layer.hpp"
+#include "model/dspark/dspark_weights.hpp"
 #include "model/linear.hpp"
 #include "model/mhc.hpp"
 #include "model/moe.hpp"
@@ -47,6 +48,7 @@ struct ModelWeights {
   std::vector<float> norm;           // norm.weight [D]
   Linear head;                       // head.weight rows plan.vocab of [V, D] BF16, fp32 logits
   std::vector<LayerWeights> layers;
+  std::unique_ptr<DsparkWeights> dspark;  // `mtp.*` when bound with dspark = true, else null
   std::vector<IgnoredGroup> ignored;
 
   // (layer, expert) -> whether another ExpertProvider (the EXL3 banks) supplies that routed
@@ -59,10 +61,13 @@ struct ModelWeights {
   // Throws detail::Failure naming the tensor and file: missing, wrong
   // dtype/shape, or a tensor that no part of the text model uses. plan (optional): bind only
   // this tensor-parallel rank's shard (docs/tp.md); other ranks' experts are counted in the
-  // inventory but not bound. external: experts supplied elsewhere (above).
+  // inventory but not bound. external: experts supplied elsewhere (above). dspark: also bind the
+  // DSpark draft module `mtp.*` (§6; kUnsupported without num_nextn_predict_layers or under
+  // tensor parallelism); otherwise `mtp.*` is an ignored group.
   static std::unique_ptr<ModelWeights> bind(const Checkpoint& ck, const ModelConfig& cfg,
                                             const ShardPlan* plan = nullptr,
-                                            const ExternalExperts& external = {});
+                                            const ExternalExperts& external = {},
+                                            bool dspark = false);
 
   // dst [D] = embed.weight[id] in fp32.
   void embed_row(int32_t id, float* dst) const;

@@ -13,6 +13,7 @@ void SequenceState::init(const ModelConfig& cfg, StateOptions opts) {
 
 void SequenceState::reset() {
   attn.reset();
+  dspark.reset();
   tokens.clear();
   image_flags.clear();
   pos = 0;

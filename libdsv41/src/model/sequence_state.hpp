@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/attention/attention_state.hpp"
+#include "model/dspark/dspark_context.hpp"
 
 namespace dsv41 {
 
@@ -18,6 +19,7 @@ struct SequenceState {
   std::vector<int32_t> tokens;       // [pos]: every token fed so far
   std::vector<uint8_t> image_flags;  // [pos]: 1 = image-span position (Engram DEAD, bias_vl)
   int64_t pos = 0;                   // absolute position of the next token
+  DsparkContext dspark;              // models loaded with DSpark only (Transformer::new_sequence)
 
   // cfg must be validated; opts.pool shares a KV byte budget (null = private, unbounded).
   void init(const ModelConfig& cfg, StateOptions opts = {});

@@ -4,6 +4,8 @@
 
 #include "core/check.hpp"
 #include "engram/token_map.hpp"
+#include "model/attention/kv_quant.hpp"
+#include "model/attention/rope.hpp"
 #include "model/exl3_experts.hpp"
 #include "model/rms_norm.hpp"
 #include "parallel/tp_comm.hpp"
@@ -53,8 +55,8 @@ std::unique_ptr<engram::NgramHasher> make_hasher(const std::string& dir, const T
 }  // namespace
 
 std::unique_ptr<Transformer> Transformer::load(const std::string& dir, size_t threads,
-                                               parallel::TpComm* comm,
-                                               const std::string& exl3_plan) {
+                                               parallel::TpComm* comm, const std::string& exl3_plan,
+                                               bool dspark) {
   std::unique_ptr<Transformer> m(new Transformer());
   Result<ModelConfig> cfg = ModelConfig::load(dir);
   if (!cfg) rethrow(cfg.status());
@@ -70,7 +72,7 @@ std::unique_ptr<Transformer> Transformer::load(const std::string& dir, size_t th
     const exl3::ExpertBank* bank = m->bank_.get();
     external = [bank](int layer, int expert) { return bank->find(layer, expert) != nullptr; };
   }
-  m->w_ = ModelWeights::bind(*m->ck_, m->cfg_, &plan, external);
+  m->w_ = ModelWeights::bind(*m->ck_, m->cfg_, &plan, external, dspark);
   if (!t.engram_layer_ids.empty()) m->hasher_ = make_hasher(dir, t);
   m->engram_slot_.assign(t.num_hidden_layers, -1);
   for (size_t i = 0; i < t.engram_layer_ids.size(); ++i)
@@ -112,8 +114,37 @@ std::unique_ptr<Transformer> Transformer::load(const std::string& dir, size_t th
 
 SequenceState Transformer::new_sequence(StateOptions opts) const {
   SequenceState st;
+  const int64_t ring = cfg_.text.sliding_window + opts.max_rollback;
   st.init(cfg_, std::move(opts));
+  if (w_->dspark) {
+    st.dspark.init(static_cast<int>(w_->dspark->stages.size()), ring, cfg_.text.head_dim);
+  }
   return st;
+}
+
+void Transformer::write_dspark_context(SequenceState& st, const float* feat, int64_t T, int64_t t0,
+                                       int64_t pos0) const {
+  const DsparkWeights& d = *w_->dspark;
+  const int64_t D = shape_.dim, n = T - t0;
+  std::vector<float> main_x(n * D);
+  d.main_proj.forward(feat, n, main_x.data(), pool_.get());
+  rms_norm(main_x.data(), d.main_norm.data(), n, D, shape_.norm_eps, main_x.data());
+  DsparkContext& ctx = st.dspark;
+  const int64_t HD = ctx.head_dim;
+  std::vector<float> kv(n * HD);
+  for (size_t s = 0; s < d.stages.size(); ++s) {
+    const AttentionLayer& a = d.stages[s].attn;
+    const int R = a.rope_dim();
+    a.wkv().forward(main_x.data(), n, kv.data(), pool_.get());
+    rms_norm(kv.data(), a.kv_norm().data(), n, HD, a.eps(), kv.data());
+    for (int64_t i = 0; i < n; ++i) {
+      float* row = kv.data() + i * HD;
+      rope_rotate(row + HD - R, a.inv_freq(), R, pos0 + t0 + i, false);
+      fake_quant_window_fp8(row, HD);
+      std::copy_n(row, HD, ctx.row(static_cast<int>(s), pos0 + t0 + i));
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) ctx.slot_pos[(pos0 + t0 + i) % ctx.capacity] = pos0 + t0 + i;
 }
 
 std::vector<int64_t> Transformer::engram_ids(const SequenceState& st, int64_t t0,
@@ -145,7 +176,7 @@ void Transformer::all_reduce(float* y, int64_t n, int layer, const char* site) c
 
 void Transformer::run_layer(int layer, int64_t T, int64_t pos0, float* H, std::vector<float>& pre,
                             const int64_t* hash_ids, const uint8_t* image_flags, SequenceState& st,
-                            StepSelections& sel, LayerTrace* trace) const {
+                            StepSelections& sel, LayerTrace* trace, const DsparkTap* tap) const {
   const LayerWeights& lw = w_->layers[layer];
   const int64_t D = shape_.dim, HD = shape_.hc * D;
   const float eps = shape_.norm_eps;
@@ -153,6 +184,15 @@ void Transformer::run_layer(int layer, int64_t T, int64_t pos0, float* H, std::v
   if (lw.engram) {  // §3: before the attention site, on all hc streams
     engram(layer, T, H, hash_ids, image_flags);
     if (trace) trace->engram_out.assign(H, H + T * HD);
+  }
+  for (int64_t t = tap ? tap->t0 : T; t < T; ++t) {
+    float* f = tap->feat + ((t - tap->t0) * tap->n_taps + tap->k) * D;
+    const float* h = H + t * HD;
+    for (int64_t d = 0; d < D; ++d) {
+      float sum = 0;
+      for (int64_t j = 0; j < shape_.hc; ++j) sum += h[j * D + d];
+      f[d] = sum / static_cast<float>(shape_.hc);
+    }
   }
   std::vector<float> x(T * D), xn(T * D), y(T * D), Hmid(T * HD);
   // Attention site: mixes from the entering H; the collapse uses the previous
@@ -250,11 +290,21 @@ std::vector<float> Transformer::forward(SequenceState& st, std::span<const int32
   const uint8_t* flags = image_flags.empty() ? nullptr : image_flags.data();
   std::vector<float> pre = hc_initial_pre(shape_, T);
   StepSelections sel;
+  // §6.2 DSpark target features: the residual entering each tap layer, mean over the hc
+  // streams, for the rows whose context entries can still be read (the last `capacity`).
+  const std::vector<int>& taps = cfg_.text.dspark_target_layer_ids;
+  const bool dspark = w_->dspark != nullptr && st.dspark.enabled();
+  const int64_t t0 = dspark ? std::max<int64_t>(0, T - st.dspark.capacity) : T;
+  std::vector<float> feat((T - t0) * static_cast<int64_t>(taps.size()) * D);
   for (int l = 0; l < cfg_.text.num_hidden_layers; ++l) {
     const int slot = engram_slot_[l];
     const int64_t* ids_l = slot >= 0 ? hash.data() + slot * T * cols : nullptr;
-    run_layer(l, T, pos0, H.data(), pre, ids_l, flags, st, sel, nullptr);
+    const auto k = std::find(taps.begin(), taps.end(), l) - taps.begin();
+    const DsparkTap tap{feat.data(), static_cast<int64_t>(taps.size()), k, t0};
+    const bool tapped = dspark && k < static_cast<int64_t>(taps.size());
+    run_layer(l, T, pos0, H.data(), pre, ids_l, flags, st, sel, nullptr, tapped ? &tap : nullptr);
   }
+  if (dspark) write_dspark_context(st, feat.data(), T, t0, pos0);
   st.pos += T;
   return head(H.data(), pre, T);
 }

@@ -60,9 +60,12 @@ class Transformer {
   // this rank binds only its ShardPlan shard, all-reduces the attention and FFN outputs of
   // every layer and all-gathers the logits; every rank must make the same forward() calls
   // with the same inputs, in the same order, and gets the same logits.
+  //
+  // dspark: also bind the DSpark draft module `mtp.*` (§6); every forward() then writes the
+  // sequence's DSpark context (model/dspark/dspark_context.hpp). World 1 only.
   static std::unique_ptr<Transformer> load(const std::string& dir, size_t threads,
                                            parallel::TpComm* comm = nullptr,
-                                           const std::string& exl3_plan = "");
+                                           const std::string& exl3_plan = "", bool dspark = false);
 
   const ModelConfig& config() const { return cfg_; }
   const Checkpoint& checkpoint() const { return *ck_; }
@@ -74,6 +77,7 @@ class Transformer {
   ThreadPool& pool() const { return *pool_; }
   int hc() const { return shape_.hc; }
   int64_t dim() const { return shape_.dim; }
+  const HcShape& hc_shape() const { return shape_; }
 
   // opts.pool: the KV byte budget shared with other sequences (null = private, unbounded).
   // Under tensor parallelism both ranks must call forward() in lockstep: the runtime's rank 0
@@ -99,9 +103,17 @@ class Transformer {
   // site's pre -> this layer's ffn pre). hash_ids [T, cols] of this layer
   // (Engram layers), image_flags [T] or null. Attention reads and grows st.attn
   // and sel (see attention_layer.hpp). trace (optional) records every tensor.
+  // tap (optional, §6.2): after Engram, the mean over the hc streams of rows [tap->t0, T) of
+  // the residual entering the attention site goes to tap->feat[t - t0, k·D .. (k+1)·D).
+  struct DsparkTap {
+    float* feat;  // [T - t0, n_taps·D]
+    int64_t n_taps;
+    int64_t k;  // this layer's index in dspark_target_layer_ids
+    int64_t t0;
+  };
   void run_layer(int layer, int64_t T, int64_t pos0, float* H, std::vector<float>& pre,
                  const int64_t* hash_ids, const uint8_t* image_flags, SequenceState& st,
-                 StepSelections& sel, LayerTrace* trace) const;
+                 StepSelections& sel, LayerTrace* trace, const DsparkTap* tap = nullptr) const;
 
   // logits [T, V] = head(norm(collapse(H, pre))).
   std::vector<float> head(const float* H, const std::vector<float>& pre, int64_t T) const;
@@ -113,6 +125,10 @@ class Transformer {
   // The one reduction point of a sub-layer: y [n] summed over the ranks (no-op at world 1).
   // Throws the TpComm's Status naming the layer and site.
   void all_reduce(float* y, int64_t n, int layer, const char* site) const;
+  // §6.2: the DSpark context rows of positions [pos0 + t0, pos0 + T) from the target features
+  // feat [T - t0, n_taps·D].
+  void write_dspark_context(SequenceState& st, const float* feat, int64_t T, int64_t t0,
+                            int64_t pos0) const;
 
   ModelConfig cfg_;
   std::unique_ptr<Checkpoint> ck_;

@@ -1,5 +1,6 @@
 // The CPU reference backend: SequenceState + Transformer::forward behind ForwardBackend.
 #include "core/check.hpp"
+#include "model/dspark/dspark_drafter.hpp"
 #include "model/sequence_state.hpp"
 #include "model/transformer.hpp"
 #include "runtime/forward_backend.hpp"
@@ -11,6 +12,24 @@ sampling::DeviceSampleOutcome ForwardBackend::forward_sample(BackendSequence&,
                                                              std::span<const int32_t>,
                                                              const sampling::SamplePlan&) const {
   DSV41_FAIL(kUnsupported, "the {} backend does not sample on a device", name());
+}
+
+std::vector<int32_t> ForwardBackend::dspark_draft(BackendSequence&, int32_t, int, float) const {
+  DSV41_FAIL(kUnsupported,
+             "the {} backend has no DSpark drafter (load the model with "
+             "ModelParams.dspark on the CPU backend)",
+             name());
+}
+
+std::vector<int32_t> cut_by_confidence(const DsparkProposal& p, int max_tokens, float threshold) {
+  std::vector<int32_t> out;
+  float survival = 1.0f;
+  for (size_t k = 0; k < p.tokens.size() && static_cast<int>(out.size()) < max_tokens; ++k) {
+    survival *= p.confidence[k];
+    if (survival < threshold) break;
+    out.push_back(p.tokens[k]);
+  }
+  return out;
 }
 
 namespace {
@@ -41,7 +60,9 @@ class CpuSequence final : public BackendSequence {
 
 class CpuBackend final : public ForwardBackend {
  public:
-  explicit CpuBackend(const Transformer& t) : t_(t) {}
+  explicit CpuBackend(const Transformer& t) : t_(t) {
+    if (t.weights().dspark) dspark_ = std::make_unique<DsparkDrafter>(t);
+  }
   const char* name() const override { return "cpu"; }
   int64_t max_context() const override { return t_.config().text.max_position_embeddings; }
   std::unique_ptr<BackendSequence> new_sequence(const StateOptions& opts) const override {
@@ -54,9 +75,17 @@ class CpuBackend final : public ForwardBackend {
     const int64_t V = t_.config().text.vocab_size;
     return std::vector<float>(logits.end() - V, logits.end());
   }
+  bool has_dspark() const override { return dspark_ != nullptr; }
+  std::vector<int32_t> dspark_draft(BackendSequence& seq, int32_t next, int max_tokens,
+                                    float confidence_threshold) const override {
+    if (!dspark_) return ForwardBackend::dspark_draft(seq, next, max_tokens, confidence_threshold);
+    const DsparkProposal p = dspark_->draft(static_cast<CpuSequence&>(seq).state(), next);
+    return cut_by_confidence(p, max_tokens, confidence_threshold);
+  }
 
  private:
   const Transformer& t_;
+  std::unique_ptr<DsparkDrafter> dspark_;
 };
 
 }  // namespace

@@ -226,6 +226,14 @@ void Engine::Impl::speculative_step(Request& r) {
     return session_append(*r.session, ids, /*all_logits=*/true);
   };
   target.rollback = [&](int64_t n) { seq.rollback(n); };
+  if (params.speculative_method == "dspark") {
+    const float threshold = params.speculative_confidence;
+    target.propose = [&](std::span<const int32_t> ctx, int max_tokens) {
+      Draft d;
+      d.tokens = model->backend->dspark_draft(seq, ctx.back(), max_tokens, threshold);
+      return Result<Draft>(std::move(d));
+    };
+  }
   const int64_t left = r.req.stop.max_tokens == kNoTokenLimit ? std::numeric_limits<int64_t>::max()
                                                               : r.req.stop.max_tokens - r.generated;
   const speculative::RoundLimits limits{params.speculative_tokens, info.vocab_size,
@@ -390,6 +398,11 @@ Result<Engine> Engine::create(const Model& model, const EngineParams& params) {
   impl->pool =
       make_kv_pool(impl->model->transformer->config(), static_cast<uint64_t>(params.kv_bytes));
   impl->stats.kv_bytes_total = params.kv_bytes;
+  if (params.speculative_tokens > 0 && params.speculative_method == "dspark" &&
+      !impl->model->backend->has_dspark())
+    return Status(ErrorCode::kUnsupported,
+                  "EngineParams.speculative_method = \"dspark\" needs the model loaded with "
+                  "ModelParams.dspark = true (CPU backend)");
   if (!impl->model->tokenizer)
     return Status(ErrorCode::kUnsupported,
                   model.info().model_dir + ": the engine needs tokenizer.json to stream text");

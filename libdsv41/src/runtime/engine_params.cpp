@@ -24,6 +24,12 @@ Status EngineParams::validate() const {
   if (speculative_tokens < 0 || speculative_tokens > 15)
     return bad("EngineParams.speculative_tokens = " + std::to_string(speculative_tokens) +
                " must be in [0, 15]");
+  if (speculative_method != "ngram" && speculative_method != "dspark")
+    return bad("EngineParams.speculative_method = \"" + speculative_method +
+               "\" must be \"ngram\" or \"dspark\"");
+  if (!(speculative_confidence >= 0.0f && speculative_confidence <= 1.0f))
+    return bad("EngineParams.speculative_confidence = " + std::to_string(speculative_confidence) +
+               " must be in [0, 1]");
   return Status::ok();
 }
 

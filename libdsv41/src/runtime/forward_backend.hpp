@@ -60,7 +60,19 @@ class ForwardBackend {
   virtual sampling::DeviceSampleOutcome forward_sample(BackendSequence& seq,
                                                        std::span<const int32_t> ids,
                                                        const sampling::SamplePlan& plan) const;
+  // True when dspark_draft() runs (a model loaded with ModelParams.dspark on this backend).
+  virtual bool has_dspark() const { return false; }
+  // DSpark draft tokens after the pending token `next` of seq (spec §6.3): at most max_tokens of
+  // the block's drafts, cut before the first whose survival Π c_i falls below
+  // confidence_threshold (0 keeps the whole block). Throws kUnsupported unless has_dspark().
+  virtual std::vector<int32_t> dspark_draft(BackendSequence& seq, int32_t next, int max_tokens,
+                                            float confidence_threshold) const;
 };
+
+struct DsparkProposal;
+// The proposal's tokens, at most max_tokens, cut before the first token k whose survival
+// Π_{i<=k} confidence[i] is below threshold (the DeepSpec rule, spec §6.4).
+std::vector<int32_t> cut_by_confidence(const DsparkProposal& p, int max_tokens, float threshold);
 
 // The CPU reference backend over t (t must outlive it).
 std::unique_ptr<ForwardBackend> make_cpu_backend(const Transformer& t);

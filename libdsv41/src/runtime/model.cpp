@@ -29,6 +29,13 @@ Status ModelParams::validate() const {
   if (!backend.empty() && backend != "cpu" && backend != "cuda")
     return Status(ErrorCode::kInvalidArgument,
                   "ModelParams.backend = \"" + backend + "\" must be \"cpu\", \"cuda\" or empty");
+  if (dspark && tp.world > 1)
+    return Status(ErrorCode::kUnsupported,
+                  "ModelParams.dspark with tensor parallelism (tp.world = " +
+                      std::to_string(tp.world) + ") is not supported");
+  if (dspark && backend == "cuda")
+    return Status(ErrorCode::kUnsupported,
+                  "ModelParams.dspark runs on the CPU backend only (backend = \"cuda\")");
   return Status::ok();
 }
 
@@ -90,8 +97,12 @@ Result<Model> Model::load(const ModelParams& params) {
       impl->comm =
           connect_tp_link(params.model_dir, params.tp, tun.get_string("DSV41_TP_IB_DEVICE"),
                           static_cast<int>(tun.get_int("DSV41_TP_IB_GID_INDEX")));
-    impl->transformer = Transformer::load(params.model_dir, static_cast<size_t>(threads),
-                                          impl->comm.get(), tun.get_string("DSV41_EXL3_PLAN"));
+    DSV41_CHECK(!params.dspark || backend == "cpu", kUnsupported,
+                "ModelParams.dspark runs on the CPU backend only (DSV41_BACKEND = \"{}\")",
+                backend);
+    impl->transformer =
+        Transformer::load(params.model_dir, static_cast<size_t>(threads), impl->comm.get(),
+                          tun.get_string("DSV41_EXL3_PLAN"), params.dspark);
     if (backend == "cuda") {
       const int64_t chunk = tun.get_int("DSV41_CUDA_MAX_CHUNK");
       const int64_t context = tun.get_int("DSV41_CUDA_MAX_CONTEXT");

@@ -1,6 +1,8 @@
 // SpeculativeDecoder (dsv41/speculative.hpp): speculative::run_round on a Session.
 #include "core/check.hpp"
 #include "dsv41/speculative.hpp"
+#include "runtime/dspark_drafter_handle.hpp"
+#include "runtime/model_impl.hpp"
 #include "sampling/rng.hpp"
 #include "speculative/round.hpp"
 
@@ -20,6 +22,26 @@ struct DSV41_INTERNAL SpeculativeDecoder::Impl {
         limits{p.max_draft_tokens, info.vocab_size, info.eos_token_id},
         rng(speculative::acceptance_seed(p.seed)) {}
 };
+
+Status DsparkDrafterParams::validate() const {
+  if (!(confidence_threshold >= 0.0f && confidence_threshold <= 1.0f))
+    return Status(ErrorCode::kInvalidArgument, "DsparkDrafterParams.confidence_threshold = " +
+                                                   std::to_string(confidence_threshold) +
+                                                   " must be in [0, 1]");
+  return Status::ok();
+}
+
+Result<std::unique_ptr<Drafter>> make_dspark_drafter(const Model& model,
+                                                     const DsparkDrafterParams& params) {
+  Status st = params.validate();
+  if (!st.is_ok()) return st;
+  if (!model.impl()->backend->has_dspark())
+    return Status(ErrorCode::kUnsupported,
+                  model.info().model_dir +
+                      ": the DSpark drafter needs the model loaded with ModelParams.dspark = true "
+                      "(CPU backend)");
+  return std::unique_ptr<Drafter>(std::make_unique<DsparkDrafterHandle>(params));
+}
 
 Result<SpeculativeDecoder> SpeculativeDecoder::create(const Model& model,
                                                       std::unique_ptr<Drafter> drafter,
@@ -52,6 +74,12 @@ Result<SpeculativeRound> SpeculativeDecoder::step(Session& session, Sampler& sam
       return DSV41_TAKE(session.append(ids, /*all_logits=*/true));
     };
     target.rollback = [&](int64_t n) { DSV41_TRY(session.rollback(n)); };
+    if (const auto* h = dynamic_cast<const DsparkDrafterHandle*>(m.drafter.get())) {
+      Session::Impl& s = *session.impl_;
+      target.propose = [&s, h](std::span<const int32_t> ctx, int max_tokens) {
+        return Result<Draft>(h->propose_for(*s.model->backend, *s.state, ctx, max_tokens));
+      };
+    }
     out = speculative::run_round(target, sampler, *m.drafter, m.rng, m.limits, next, max_tokens,
                                  m.context);
   });

@@ -83,7 +83,8 @@ SpeculativeRound run_round(RoundTarget& target, Sampler& sampler, Drafter& draft
   if (asked > 0) {
     context.assign(target.tokens.begin(), target.tokens.end());
     context.push_back(next);
-    draft = DSV41_TAKE(drafter.propose(context, asked));
+    draft = DSV41_TAKE(target.propose ? target.propose(context, asked)
+                                      : drafter.propose(context, asked));
     check_draft(draft, asked, V);
   }
   const int n = static_cast<int>(draft.tokens.size());

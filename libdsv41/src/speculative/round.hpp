@@ -23,6 +23,8 @@ struct RoundTarget {
   std::function<std::vector<float>(std::span<const int32_t>)> append_all;
   // Undoes the last n appended positions.
   std::function<void(int64_t)> rollback;
+  // Optional: drafts from the sequence's own state (DSpark) instead of Drafter::propose.
+  std::function<Result<Draft>(std::span<const int32_t> context, int max_tokens)> propose;
 };
 
 struct RoundLimits {

@@ -13,11 +13,27 @@
 namespace dsv41 {
 AttentionLayer AttentionLayer::bind(const Checkpoint& ck, const ModelConfig& cfg, int layer,
                                     const RopeTables& rope, const ShardPlan* plan) {
-  const TextConfig& t = cfg.text;
   DSV41_CHECK(layer >= 0 && layer < static_cast<int>(cfg.roles.size()), kInvalidArgument,
               "attention layer {} is outside the {} configured layers", layer, cfg.roles.size());
+  return bind_role(ck, cfg, "layers." + std::to_string(layer) + ".attn.", cfg.roles[layer], rope,
+                   plan);
+}
+
+AttentionLayer AttentionLayer::bind_named(const Checkpoint& ck, const ModelConfig& cfg,
+                                          const std::string& prefix, const LayerRole& role,
+                                          const RopeTables& rope) {
+  DSV41_CHECK(role.ratio == 0 && !role.kv_source && !role.index_source, kInternal,
+              "{}: only window-only roles are bound by name", prefix);
+  return bind_role(ck, cfg, prefix, role, rope, nullptr);
+}
+
+AttentionLayer AttentionLayer::bind_role(const Checkpoint& ck, const ModelConfig& cfg,
+                                         const std::string& p, const LayerRole& role,
+                                         const RopeTables& rope, const ShardPlan* plan) {
+  const TextConfig& t = cfg.text;
+  const int layer = role.layer;
   AttentionLayer a;
-  a.role_ = cfg.roles[layer];
+  a.role_ = role;
   a.hidden_ = t.hidden_size;
   a.n_heads_ = t.num_attention_heads;
   a.head_dim_ = t.head_dim;
@@ -39,7 +55,6 @@ AttentionLayer AttentionLayer::bind(const Checkpoint& ck, const ModelConfig& cfg
   a.inv_freq_ = rope.for_layer(a.role_.compress_rope).data();
   a.inv_freq_compress_ = rope.compress.data();
 
-  const std::string p = "layers." + std::to_string(layer) + ".attn.";
   const int64_t hd = int64_t{a.n_heads_} * a.head_dim_;
   const ShardPlan whole = ShardPlan::make(t, 0, 1);
   const ShardPlan& sp = plan != nullptr ? *plan : whole;

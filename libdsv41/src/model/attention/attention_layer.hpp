@@ -44,6 +44,11 @@ class AttentionLayer {
   // rank's partial sum of the output, to be all-reduced. Null = the whole layer.
   static AttentionLayer bind(const Checkpoint& ck, const ModelConfig& cfg, int layer,
                              const RopeTables& rope, const ShardPlan* plan = nullptr);
+  // The same for tensors under `prefix` ("mtp.0.attn.") with an explicit role (a DSpark stage:
+  // window only, ratio 0, main RoPE; spec §6.1). Not sharded.
+  static AttentionLayer bind_named(const Checkpoint& ck, const ModelConfig& cfg,
+                                   const std::string& prefix, const LayerRole& role,
+                                   const RopeTables& rope);
 
   const LayerRole& role() const { return role_; }
 
@@ -88,6 +93,9 @@ class AttentionLayer {
                AttentionTrace* trace = nullptr) const;
 
  private:
+  static AttentionLayer bind_role(const Checkpoint& ck, const ModelConfig& cfg,
+                                  const std::string& prefix, const LayerRole& role,
+                                  const RopeTables& rope, const ShardPlan* plan);
   // The compressed branch: fills sel (index sources) and returns the selection used.
   const IndexSelection* compressed_branch(const float* x, const float* qr, int64_t T, int64_t pos0,
                                           AttentionSequenceState& st, StepSelections& sel,

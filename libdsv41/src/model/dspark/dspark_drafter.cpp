@@ -1,0 +1,175 @@
+#include "model/dspark/dspark_drafter.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.hpp"
+#include "model/attention/kv_quant.hpp"
+#include "model/attention/rope.hpp"
+#include "model/rms_norm.hpp"
+#include "model/transformer.hpp"
+
+namespace dsv41 {
+
+DsparkDrafter::DsparkDrafter(const Transformer& t) : t_(t) {
+  const DsparkWeights* d = t.weights().dspark.get();
+  DSV41_CHECK(d != nullptr, kUnsupported,
+              "the model was loaded without the DSpark module (ModelParams.dspark)");
+  const TextConfig& c = t.config().text;
+  block_ = c.dspark_block_size;
+  DSV41_CHECK(block_ >= 1, kInvalidArgument, "config.json: dspark_block_size = {} must be >= 1",
+              block_);
+  moe_.dim = c.hidden_size;
+  moe_.inter = c.moe_intermediate_size;
+  moe_.n_experts = c.dspark_n_routed_experts;
+  moe_.top_k = c.dspark_num_experts_per_tok;
+  moe_.gate_temp = static_cast<float>(c.gate_temp);
+  moe_.norm_topk_prob = c.norm_topk_prob;
+  moe_.routed_scaling_factor = static_cast<float>(c.routed_scaling_factor);
+  moe_.swiglu_limit = static_cast<float>(c.swiglu_limit);
+  std::vector<const MoeWeights*> stages;
+  for (const DsparkStage& s : d->stages) stages.push_back(&s.ffn);
+  experts_ = std::make_unique<CheckpointExperts>(std::move(stages), moe_.swiglu_limit);
+}
+
+DsparkDrafter::~DsparkDrafter() = default;
+
+// Queries of the block against [context rows of positions max(0, pos0-W) .. pos0-1] ++ [the
+// block's own K rows], one softmax with the sink, inverse RoPE at the query position; then the
+// grouped output projection (§2.2 step 7).
+void DsparkDrafter::block_attention(const DsparkStage& stage, int s, const float* xn, int64_t pos0,
+                                    const SequenceState& st, float* out) const {
+  const AttentionLayer& a = stage.attn;
+  const int64_t K = block_, H = a.local_heads(), D = a.head_dim(), R = a.rope_dim();
+  const int64_t W = a.window(), QL = a.q_lora();
+  ThreadPool* pool = &t_.pool();
+  std::vector<float> qr(K * QL), q(K * H * D), kv(K * D);
+  a.wq_a().forward(xn, K, qr.data(), pool);
+  rms_norm(qr.data(), a.q_norm().data(), K, QL, a.eps(), qr.data());
+  a.wq_b().forward(qr.data(), K, q.data(), pool);
+  a.wkv().forward(xn, K, kv.data(), pool);
+  rms_norm(kv.data(), a.kv_norm().data(), K, D, a.eps(), kv.data());
+  for (int64_t t = 0; t < K; ++t) {
+    for (int64_t h = 0; h < H; ++h)
+      rope_rotate(q.data() + (t * H + h) * D + D - R, a.inv_freq(), static_cast<int>(R), pos0 + t,
+                  false);
+    rope_rotate(kv.data() + t * D + D - R, a.inv_freq(), static_cast<int>(R), pos0 + t, false);
+    fake_quant_window_fp8(kv.data() + t * D, D);
+  }
+  // Keys: the context window, then the block.
+  const int64_t first = std::max<int64_t>(0, pos0 - W), n_ctx = pos0 - first;
+  std::vector<const float*> keys;
+  keys.reserve(n_ctx + K);
+  for (int64_t p = first; p < pos0; ++p) {
+    DSV41_CHECK(st.dspark.holds(p), kInternal,
+                "DSpark context of position {} is missing (the sequence was not filled by a "
+                "DSpark-enabled forward)",
+                p);
+    keys.push_back(st.dspark.row(s, p));
+  }
+  for (int64_t t = 0; t < K; ++t) keys.push_back(kv.data() + t * D);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  std::vector<float> o(K * H * D, 0.0f), score(keys.size());
+  for (int64_t t = 0; t < K; ++t) {
+    for (int64_t h = 0; h < H; ++h) {
+      const float* qv = q.data() + (t * H + h) * D;
+      const float sink = a.sink()[h];
+      float m = sink;
+      for (size_t j = 0; j < keys.size(); ++j) {
+        float acc = 0;
+        for (int64_t c = 0; c < D; ++c) acc += qv[c] * keys[j][c];
+        score[j] = acc * scale;
+        m = std::max(m, score[j]);
+      }
+      float denom = std::exp(sink - m);
+      for (size_t j = 0; j < keys.size(); ++j) {
+        score[j] = std::exp(score[j] - m);
+        denom += score[j];
+      }
+      float* ov = o.data() + (t * H + h) * D;
+      for (size_t j = 0; j < keys.size(); ++j) {
+        const float p = score[j] / denom;
+        for (int64_t c = 0; c < D; ++c) ov[c] += p * keys[j][c];
+      }
+      rope_rotate(ov + D - R, a.inv_freq(), static_cast<int>(R), pos0 + t, true);
+    }
+  }
+  // Grouped low-rank output projection, as AttentionLayer::forward step 7.
+  const int64_t G = a.local_groups(), L = a.o_lora(), gin = H * D / a.o_groups();
+  std::vector<float> u(K * gin), zg(K * L), z(K * G * L);
+  for (int64_t g = 0; g < G; ++g) {
+    for (int64_t t = 0; t < K; ++t)
+      std::copy_n(o.data() + t * H * D + g * gin, gin, u.data() + t * gin);
+    a.wo_a().forward_rows(u.data(), K, g * L, (g + 1) * L, zg.data(), pool);
+    for (int64_t t = 0; t < K; ++t) std::copy_n(zg.data() + t * L, L, z.data() + (t * G + g) * L);
+  }
+  a.wo_b().forward(z.data(), K, out, pool);
+}
+
+DsparkProposal DsparkDrafter::draft(const SequenceState& st, int32_t next) const {
+  const DsparkWeights& d = *t_.weights().dspark;
+  const TextConfig& c = t_.config().text;
+  const HcShape& hs = t_.hc_shape();
+  const int64_t K = block_, D = hs.dim, hc = hs.hc, V = c.vocab_size;
+  const int64_t R = d.markov_embed.in_features();
+  DSV41_CHECK(next >= 0 && next < V, kInvalidArgument,
+              "DSpark: next = {} is outside the vocabulary [0, {})", next, V);
+  DSV41_CHECK(st.dspark.enabled(), kInternal, "DSpark: the sequence has no DSpark context");
+  ThreadPool* pool = &t_.pool();
+  const int64_t pos0 = st.pos;
+  // Slots: embed(next), then the noise token; every stream starts as the embedding.
+  std::vector<float> H(K * hc * D), Hmid(K * hc * D), x(K * D), xn(K * D), y(K * D);
+  for (int64_t t = 0; t < K; ++t) {
+    float* h = H.data() + t * hc * D;
+    t_.weights().embed_row(t == 0 ? next : c.dspark_noise_token_id, h);
+    for (int64_t j = 1; j < hc; ++j) std::copy_n(h, D, h + j * D);
+  }
+  std::vector<float> pre = hc_initial_pre(hs, K);
+  for (size_t s = 0; s < d.stages.size(); ++s) {
+    const DsparkStage& stage = d.stages[s];
+    HcMixes a = hc_mixes(stage.hc_attn, hs, H.data(), K, pool);
+    hc_collapse(H.data(), pre.data(), hs, K, x.data());
+    rms_norm(x.data(), stage.attn_norm.data(), K, D, hs.norm_eps, xn.data());
+    block_attention(stage, static_cast<int>(s), xn.data(), pos0, st, y.data());
+    hc_expand(y.data(), H.data(), a, hs, K, Hmid.data());
+    HcMixes f = hc_mixes(stage.hc_ffn, hs, Hmid.data(), K, pool);
+    hc_collapse(Hmid.data(), a.pre.data(), hs, K, x.data());
+    rms_norm(x.data(), stage.ffn_norm.data(), K, D, hs.norm_eps, xn.data());
+    moe_forward(stage.ffn, moe_, static_cast<int>(s), xn.data(), K, nullptr, *experts_, pool,
+                y.data(), nullptr);
+    hc_expand(y.data(), Hmid.data(), f, hs, K, H.data());
+    pre = f.pre;
+  }
+  DsparkProposal out;
+  out.hidden.resize(K * D);
+  hc_collapse(H.data(), pre.data(), hs, K, out.hidden.data());
+  rms_norm(out.hidden.data(), d.norm.data(), K, D, hs.norm_eps, xn.data());
+  out.base_logits.resize(K * V);
+  t_.weights().head.forward(xn.data(), K, out.base_logits.data(), pool);
+  // Markov chain and confidence, serially over the slots.
+  std::vector<float> e(R), markov(V);
+  int32_t id = next;
+  for (int64_t k = 0; k < K; ++k) {
+    d.markov_embed.dequantize_row(id, e.data());
+    d.markov_head.forward(e.data(), 1, markov.data(), pool);
+    const float* u = out.base_logits.data() + k * V;
+    int32_t best = 0;
+    float best_v = -INFINITY;
+    for (int64_t v = 0; v < V; ++v) {
+      const float l = u[v] + markov[v];
+      if (l > best_v) {
+        best_v = l;
+        best = static_cast<int32_t>(v);
+      }
+    }
+    float z = 0;
+    for (int64_t i = 0; i < D; ++i) z += d.confidence[i] * out.hidden[k * D + i];
+    for (int64_t i = 0; i < R; ++i) z += d.confidence[D + i] * e[i];
+    out.confidence.push_back(1.0f / (1.0f + std::exp(-z)));
+    out.tokens.push_back(best);
+    id = best;
+  }
+  return out;
+}
+
+}  // namespace dsv41

@@ -1,0 +1,155 @@
+#include "dspark_fixture.hpp"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include "loader/checkpoint.hpp"
+#include "loader/safetensors.hpp"
+#include "quant/dtype.hpp"
+#include "support/fixtures.hpp"
+
+namespace dsv41::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+void replace_once(std::string& s, const std::string& from, const std::string& to) {
+  const size_t at = s.find(from);
+  if (at == std::string::npos) throw std::runtime_error("dspark fixture: '" + from + "' not found");
+  s.replace(at, from.size(), to);
+}
+
+constexpr int kStages = 3, kRank = 16, kExperts = 4;  // config: markov rank 16, 4 experts, top 2
+
+struct Writer {
+  std::vector<std::vector<uint8_t>> bytes;  // owned storage of every tensor
+  std::vector<TensorToWrite> tensors;
+  const std::set<std::string>& drop;
+  void add(const std::string& name, DType dt, std::vector<int64_t> shape,
+           std::vector<uint8_t> data) {
+    if (drop.count(name)) return;
+    bytes.push_back(std::move(data));
+    tensors.push_back({name, dt, std::move(shape), bytes.back()});
+  }
+  // A copy of `from` in the tiny8 checkpoint under the name `to`, rows [0, rows) (0 = all).
+  void copy(const Checkpoint& ck, const std::string& from, const std::string& to,
+            int64_t rows = 0) {
+    const TensorView v = ck.get(from);
+    std::vector<int64_t> shape = v.shape();
+    size_t n = v.nbytes();
+    if (rows > 0) {
+      n = n / static_cast<size_t>(shape[0]) * static_cast<size_t>(rows);
+      shape[0] = rows;
+    }
+    add(to, v.dtype(), shape, std::vector<uint8_t>(v.data, v.data + n));
+  }
+  void bf16(const std::string& name, std::vector<int64_t> shape, std::mt19937_64& rng, float lo,
+            float hi) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::uniform_real_distribution<float> u(lo, hi);
+    std::vector<uint8_t> b(static_cast<size_t>(n) * 2);
+    for (int64_t i = 0; i < n; ++i) {
+      const uint16_t v = f32_to_bf16(u(rng));
+      b[2 * i] = static_cast<uint8_t>(v & 0xFF);
+      b[2 * i + 1] = static_cast<uint8_t>(v >> 8);
+    }
+    add(name, DType::kBF16, std::move(shape), std::move(b));
+  }
+  void f32(const std::string& name, std::vector<int64_t> shape, std::mt19937_64& rng, float lo,
+           float hi) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::uniform_real_distribution<float> u(lo, hi);
+    std::vector<uint8_t> b(static_cast<size_t>(n) * 4);
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = u(rng);
+      std::memcpy(b.data() + 4 * i, &v, 4);
+    }
+    add(name, DType::kF32, std::move(shape), std::move(b));
+  }
+};
+
+}  // namespace
+
+std::string make_tiny8_dspark(const std::set<std::string>& drop) {
+  const fs::path src = fixture("golden/tiny8");
+  static int counter = 0;
+  const fs::path dir = fs::temp_directory_path() / ("dsv41-dspark-" + std::to_string(::getpid()) +
+                                                    "-" + std::to_string(counter++));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* f :
+       {"tokenizer.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"})
+    fs::create_symlink(src / f, dir / f);
+
+  std::string cfg = read_text(src / "config.json");
+  replace_once(cfg, "\"num_nextn_predict_layers\": 0", "\"num_nextn_predict_layers\": 3");
+  replace_once(cfg, "\"dspark_markov_rank\": 256", "\"dspark_markov_rank\": 16");
+  replace_once(cfg, "\"dspark_n_routed_experts\": 6", "\"dspark_n_routed_experts\": 4");
+  replace_once(cfg, "\"dspark_num_experts_per_tok\": 3", "\"dspark_num_experts_per_tok\": 2");
+  const size_t ratios = cfg.find("\"compress_ratios\": [");
+  const size_t close = cfg.find(']', ratios);
+  cfg.insert(close, ", 0, 0, 0");
+  std::ofstream(dir / "config.json") << cfg;
+
+  auto ck = Checkpoint::open(src.string());
+  std::mt19937_64 rng(20261205);
+  Writer w{{}, {}, drop};
+  const int64_t D = 96, V = 600;
+  const int source_layer[kStages] = {0, 3, 7};  // tiny8 blocks whose tensors seed the stages
+  for (int s = 0; s < kStages; ++s) {
+    const std::string to = "mtp." + std::to_string(s) + ".";
+    const std::string from = "layers." + std::to_string(source_layer[s]) + ".";
+    for (const char* n : {"attn_norm.weight", "ffn_norm.weight", "hc_attn_fn", "hc_attn_base",
+                          "hc_attn_scale", "hc_ffn_fn", "hc_ffn_base", "hc_ffn_scale",
+                          "attn.q_norm.weight", "attn.kv_norm.weight", "attn.attn_sink"})
+      w.copy(*ck, from + n, to + n);
+    for (const char* m : {"wq_a", "wq_b", "wkv", "wo_a", "wo_b"})
+      for (const char* part : {".weight", ".scale"})
+        w.copy(*ck, from + "attn." + m + part, to + "attn." + m + part);
+    w.copy(*ck, from + "ffn.gate.weight", to + "ffn.gate.weight", kExperts);
+    w.copy(*ck, from + "ffn.gate.bias", to + "ffn.gate.bias", kExperts);
+    w.copy(*ck, from + "ffn.gate.bias_vl", to + "ffn.gate.bias_vl", kExperts);
+    for (const char* m : {"w1", "w2", "w3"})
+      for (const char* part : {".weight", ".scale"}) {
+        w.copy(*ck, from + "ffn.shared_experts." + m + part, to + "ffn.shared_experts." + m + part);
+        for (int e = 0; e < kExperts; ++e) {
+          const std::string ex = "ffn.experts." + std::to_string(e) + ".";
+          w.copy(*ck, from + ex + m + part, to + ex + m + part);
+        }
+      }
+  }
+  w.bf16("mtp.0.main_proj.weight", {D, 3 * D}, rng, -0.1f, 0.1f);
+  w.bf16("mtp.0.main_norm.weight", {D}, rng, 0.9f, 1.1f);
+  w.bf16("mtp.2.norm.weight", {D}, rng, 0.9f, 1.1f);
+  w.bf16("mtp.2.markov_head.embed.weight", {V, kRank}, rng, -1.0f, 1.0f);
+  w.bf16("mtp.2.markov_head.head.weight", {V, kRank}, rng, -0.5f, 0.5f);
+  w.f32("mtp.2.confidence_head.proj.weight", {1, D + kRank}, rng, -0.1f, 0.1f);
+  write_safetensors((dir / "model-mtp.safetensors").string(), w.tensors);
+
+  std::string index = read_text(src / "model.safetensors.index.json");
+  std::string entries;
+  for (const TensorToWrite& t : w.tensors)
+    entries += "\n    \"" + t.name + "\": \"model-mtp.safetensors\",";
+  replace_once(index, "\"weight_map\": {", "\"weight_map\": {" + entries);
+  std::ofstream(dir / "model.safetensors.index.json") << index;
+  return dir.string();
+}
+
+}  // namespace dsv41::test
