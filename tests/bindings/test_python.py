@@ -49,6 +49,14 @@ class BindingTest(unittest.TestCase):
         with self.assertRaises(dsv41.Dsv41Error) as cm:
             dsv41.Engine(self.model, speculative_tokens=16)
         self.assertIn("speculative_tokens = 16", str(cm.exception))
+        with self.assertRaises(ValueError):
+            dsv41.Engine(self.model, speculative_tokens=5, speculative_method="medusa")
+        with self.assertRaises(dsv41.Dsv41Error) as cm:
+            dsv41.Engine(self.model, speculative_tokens=5, speculative_method="dspark")
+        self.assertIn("ModelParams.dspark = true", str(cm.exception))
+        with self.assertRaises(dsv41.Dsv41Error) as cm:  # tiny8 has no mtp.* module
+            dsv41.Model(TINY8, dspark=True)
+        self.assertIn("num_nextn_predict_layers = 0", str(cm.exception))
 
     def test_session_logits_argmax(self):
         s = dsv41.Session(self.model)

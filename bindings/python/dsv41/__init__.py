@@ -63,13 +63,15 @@ def _i32_array(name: str, values: Sequence[int]):
 class Model:
     """A loaded checkpoint directory (config.json, shards, tokenizer.json)."""
 
-    def __init__(self, model_dir: str, threads: int = 0, backend: str = ""):
+    def __init__(self, model_dir: str, threads: int = 0, backend: str = "",
+                 dspark: bool = False):
         self._handle = None  # close() is safe even when the load below fails
         lib = _ffi.lib()
         params = lib.dsv41_model_default_params()
         params.model_dir = os.fsencode(model_dir)
         params.threads = _int("threads", threads, ctypes.c_int32)
         params.backend = backend.encode() if backend else None
+        params.dspark = int(bool(dspark))  # also load the DSpark draft module (mtp.*)
         handle = ctypes.c_void_p()
         _check(lib.dsv41_model_load(ctypes.byref(params), ctypes.byref(handle)))
         self._handle = handle
@@ -253,7 +255,8 @@ class Engine:
 
     def __init__(self, model: Model, max_sequences: int = 2, max_batched_tokens: int = 2048,
                  max_context: int = 262144, kv_bytes: int = 2_700_000_000,
-                 speculative_tokens: int = 0):
+                 speculative_tokens: int = 0, speculative_method: str = "ngram",
+                 speculative_confidence: float = 0.0):
         self._handle = None
         lib = _ffi.lib()
         params = lib.dsv41_engine_default_params()
@@ -263,6 +266,11 @@ class Engine:
         params.kv_bytes = _int("kv_bytes", kv_bytes)
         # Prompt-lookup drafts verified per decode step (0 = off; docs/speculative.md).
         params.speculative_tokens = _int("speculative_tokens", speculative_tokens, ctypes.c_int32)
+        if speculative_method not in ("ngram", "dspark"):
+            raise ValueError(f'speculative_method = "{speculative_method}" must be "ngram" or '
+                             '"dspark"')
+        params.speculative_dspark = int(speculative_method == "dspark")
+        params.speculative_confidence = float(speculative_confidence)
         self._key = next(_ENGINE_KEYS)
         self._routes = _Routes()
         _ENGINES[self._key] = self._routes

@@ -13,7 +13,7 @@ _STATUS_NAMES = ["ok", "invalid_argument", "not_found", "corrupt_file", "unsuppo
 
 class ModelParams(ctypes.Structure):
     _fields_ = [("model_dir", ctypes.c_char_p), ("threads", ctypes.c_int32),
-                ("backend", ctypes.c_char_p)]
+                ("backend", ctypes.c_char_p), ("dspark", ctypes.c_int)]
 
 
 class SessionParams(ctypes.Structure):
@@ -24,7 +24,8 @@ class EngineParams(ctypes.Structure):
     _fields_ = [("max_sequences", ctypes.c_int32), ("max_batched_tokens", ctypes.c_int64),
                 ("max_context", ctypes.c_int64), ("kv_bytes", ctypes.c_int64),
                 ("prefix_cache_entries", ctypes.c_int32), ("max_queue", ctypes.c_int32),
-                ("speculative_tokens", ctypes.c_int32)]
+                ("speculative_tokens", ctypes.c_int32), ("speculative_dspark", ctypes.c_int32),
+                ("speculative_confidence", ctypes.c_float)]
 
 
 class SamplerParams(ctypes.Structure):
@@ -45,7 +46,8 @@ class StopParams(ctypes.Structure):
 
 
 class SpeculativeParams(ctypes.Structure):
-    _fields_ = [("max_draft_tokens", ctypes.c_int32), ("min_ngram", ctypes.c_int32),
+    _fields_ = [("max_draft_tokens", ctypes.c_int32), ("dspark", ctypes.c_int32),
+                ("confidence_threshold", ctypes.c_float), ("min_ngram", ctypes.c_int32),
                 ("max_ngram", ctypes.c_int32), ("lookback", ctypes.c_int64),
                 ("has_seed", ctypes.c_int), ("seed", ctypes.c_int64)]
 

@@ -50,6 +50,7 @@ typedef struct dsv41_model_params {
   const char* model_dir; /* required */
   int32_t threads;       /* CPU reference threads; 0 = DSV41_THREADS, then all cores */
   const char* backend;   /* "cpu" | "cuda"; NULL or "" = DSV41_BACKEND. Borrowed for the call */
+  int dspark;            /* 1: also load the DSpark draft module mtp.* (CPU backend) */
 } dsv41_model_params;
 
 DSV41_CAPI dsv41_model_params dsv41_model_default_params(void);
@@ -118,8 +119,10 @@ typedef struct dsv41_engine_params {
   int64_t kv_bytes;             /* default 2700000000 */
   int32_t prefix_cache_entries; /* default 4 */
   int32_t max_queue;            /* default 256 */
-  int32_t speculative_tokens;   /* default 0 = off; 1..15 prompt-lookup drafts per decode step
+  int32_t speculative_tokens;   /* default 0 = off; 1..15 drafts per decode step
                                    (docs/speculative.md): same tokens, fewer forward passes */
+  int32_t speculative_dspark;   /* 0: prompt-lookup drafts; 1: DSpark (model loaded with dspark) */
+  float speculative_confidence; /* DSpark: verify drafts while their survival >= this; 0 = all */
 } dsv41_engine_params;
 
 typedef struct dsv41_sampler_params {
@@ -200,11 +203,14 @@ DSV41_CAPI dsv41_status dsv41_sampler_sample(dsv41_sampler* sampler, const float
 /* Records a generated token (penalties). */
 DSV41_CAPI dsv41_status dsv41_sampler_accept(dsv41_sampler* sampler, int32_t token);
 
-/* ---- speculative decoding of one session with prompt-lookup drafts (dsv41/speculative.hpp) */
+/* ---- speculative decoding of one session: prompt-lookup or DSpark drafts (speculative.hpp) - */
 typedef struct dsv41_speculative dsv41_speculative;
 
 typedef struct dsv41_speculative_params {
   int32_t max_draft_tokens; /* default 5; 1..15 */
+  int32_t dspark;           /* 0: prompt lookup (the n-gram fields); 1: DSpark (model loaded
+                               with dspark; the block of dspark_block_size drafts) */
+  float confidence_threshold; /* DSpark: cut drafts whose survival falls below this; 0 = none */
   int32_t min_ngram;        /* default 2 */
   int32_t max_ngram;        /* default 4; min_ngram..64 */
   int64_t lookback;         /* default 0 = the whole context */

@@ -19,7 +19,7 @@ const char* dsv41_last_error_message(void) {
 const char* dsv41_version(void) { return "0.1.0"; }
 
 dsv41_model_params dsv41_model_default_params(void) {
-  return dsv41_model_params{nullptr, 0, nullptr};
+  return dsv41_model_params{nullptr, 0, nullptr, 0};
 }
 
 dsv41_status dsv41_model_load(const dsv41_model_params* params, dsv41_model** out) {
@@ -31,6 +31,7 @@ dsv41_status dsv41_model_load(const dsv41_model_params* params, dsv41_model** ou
     p.model_dir = params->model_dir ? params->model_dir : "";
     p.threads = params->threads;
     p.backend = params->backend ? params->backend : "";
+    p.dspark = params->dspark != 0;
     auto m = dsv41::Model::load(p);
     if (!m.is_ok()) return fail(m.status());
     *out = new dsv41_model{std::move(m).value()};
@@ -191,9 +192,17 @@ dsv41_status dsv41_session_tokens(const dsv41_session* session, int32_t* ids, si
 
 dsv41_engine_params dsv41_engine_default_params(void) {
   dsv41::EngineParams d;
-  return dsv41_engine_params{d.max_sequences,     d.max_batched_tokens,   d.max_context,
-                             d.kv_bytes,          d.prefix_cache_entries, d.max_queue,
-                             d.speculative_tokens};
+  dsv41_engine_params p{};
+  p.max_sequences = d.max_sequences;
+  p.max_batched_tokens = d.max_batched_tokens;
+  p.max_context = d.max_context;
+  p.kv_bytes = d.kv_bytes;
+  p.prefix_cache_entries = d.prefix_cache_entries;
+  p.max_queue = d.max_queue;
+  p.speculative_tokens = d.speculative_tokens;
+  p.speculative_dspark = d.speculative_method == "dspark" ? 1 : 0;
+  p.speculative_confidence = d.speculative_confidence;
+  return p;
 }
 
 dsv41_sampler_params dsv41_sampler_default_params(void) {
@@ -230,6 +239,8 @@ dsv41_status dsv41_engine_create(const dsv41_model* model, const dsv41_engine_pa
       p.prefix_cache_entries = params->prefix_cache_entries;
       p.max_queue = params->max_queue;
       p.speculative_tokens = params->speculative_tokens;
+      p.speculative_method = params->speculative_dspark ? "dspark" : "ngram";
+      p.speculative_confidence = params->speculative_confidence;
     }
     auto e = dsv41::Engine::create(model->model, p);
     if (!e.is_ok()) return fail(e.status());

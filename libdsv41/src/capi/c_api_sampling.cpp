@@ -65,11 +65,18 @@ dsv41_status dsv41_speculative_create(const dsv41_model* model,
   if (model == nullptr) return invalid("dsv41_speculative_create: model is NULL");
   return guarded([&] {
     const dsv41_speculative_params p = params ? *params : dsv41_speculative_default_params();
-    dsv41::NgramDrafterParams np;
-    np.min_ngram = p.min_ngram;
-    np.max_ngram = p.max_ngram;
-    np.lookback = p.lookback;
-    auto drafter = dsv41::make_ngram_drafter(np);
+    auto drafter = [&]() -> dsv41::Result<std::unique_ptr<dsv41::Drafter>> {
+      if (p.dspark) {
+        dsv41::DsparkDrafterParams dp;
+        dp.confidence_threshold = p.confidence_threshold;
+        return dsv41::make_dspark_drafter(model->model, dp);
+      }
+      dsv41::NgramDrafterParams np;
+      np.min_ngram = p.min_ngram;
+      np.max_ngram = p.max_ngram;
+      np.lookback = p.lookback;
+      return dsv41::make_ngram_drafter(np);
+    }();
     if (!drafter.is_ok()) return fail(drafter.status());
     dsv41::SpeculativeParams sp;
     sp.max_draft_tokens = p.max_draft_tokens;

@@ -94,6 +94,8 @@ TEST_CASE("capi: speculative greedy decoding equals a plain loop, arguments are 
   REQUIRE(sp.min_ngram == 2);
   REQUIRE(sp.max_ngram == 4);
   REQUIRE(sp.lookback == 0);
+  REQUIRE(sp.dspark == 0);
+  REQUIRE(sp.confidence_threshold == 0.0f);
   sp.min_ngram = 1;
   dsv41_speculative* spec = nullptr;
   REQUIRE(dsv41_speculative_create(m.model, &sp, &spec) == DSV41_OK);
@@ -157,12 +159,22 @@ TEST_CASE("capi: speculative greedy decoding equals a plain loop, arguments are 
                  "SpeculativeParams.max_draft_tokens = 0");
   require_status(dsv41_speculative_create(nullptr, &sp, &spec), DSV41_ERR_INVALID_ARGUMENT,
                  "model is NULL");
+  sp = dsv41_speculative_default_params();
+  sp.dspark = 1;  // tiny8 was loaded without a draft module
+  require_status(dsv41_speculative_create(m.model, &sp, &spec), DSV41_ERR_UNSUPPORTED,
+                 "ModelParams.dspark = true");
   dsv41_speculative_free(nullptr);
 
   dsv41_engine_params ep = dsv41_engine_default_params();
-  REQUIRE(ep.speculative_tokens == 0);
-  ep.speculative_tokens = 16;
   dsv41_engine* engine = nullptr;
+  REQUIRE(ep.speculative_tokens == 0);
+  REQUIRE(ep.speculative_dspark == 0);
+  ep.speculative_tokens = 5;
+  ep.speculative_dspark = 1;
+  require_status(dsv41_engine_create(m.model, &ep, &engine), DSV41_ERR_UNSUPPORTED,
+                 "speculative_method = \"dspark\" needs the model");
+  ep.speculative_dspark = 0;
+  ep.speculative_tokens = 16;
   require_status(dsv41_engine_create(m.model, &ep, &engine), DSV41_ERR_INVALID_ARGUMENT,
                  "EngineParams.speculative_tokens = 16 must be in [0, 15]");
 }
