@@ -1,0 +1,108 @@
+// Real weights (DSV41_MODEL_DIR; backend from DSV41_BACKEND): the model knows a fact, speculative
+// decoding keeps greedy output, and — when the checkpoint has the DSpark module — DSpark drafts
+// are accepted often enough to be the model's own draft head (no public DSpark oracle exists:
+// this acceptance rate is the check of docs/speculative.md's open points).
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <string>
+
+#include "dsv41/sampler.hpp"
+#include "dsv41/session.hpp"
+#include "dsv41/speculative.hpp"
+
+using namespace dsv41;
+using Ids = std::vector<int32_t>;
+
+namespace {
+
+std::string model_dir() { return std::getenv("DSV41_MODEL_DIR"); }
+
+Model load(bool dspark) {
+  ModelParams p;
+  p.model_dir = model_dir();
+  p.dspark = dspark;
+  if (dspark) p.backend = "cpu";  // the DSpark drafter runs on the CPU reference only
+  auto m = Model::load(p);
+  INFO(m.status().to_string());
+  REQUIRE(m.is_ok());
+  return std::move(m).value();
+}
+
+const Model& model() {
+  static Model m = load(false);
+  return m;
+}
+
+Sampler greedy(const Model& m) {
+  SamplerParams p;
+  p.temperature = 0;
+  return std::move(Sampler::create(p, m.info().vocab_size)).value();
+}
+
+Ids prompt(const Model& m, const std::string& text) {
+  auto ids = m.tokenize("<｜begin▁of▁sentence｜>" + text);
+  REQUIRE(ids.is_ok());
+  return *ids;
+}
+
+// n greedy tokens after `p`, plainly or through `dec`.
+Ids decode(const Model& m, const Ids& p, int n, SpeculativeDecoder* dec) {
+  Session s = std::move(Session::create(m)).value();
+  Sampler smp = greedy(m);
+  auto r = s.append(p);
+  REQUIRE(r.is_ok());
+  Ids out = {*smp.sample(*r)};
+  REQUIRE(smp.accept(out.back()).is_ok());
+  while (static_cast<int>(out.size()) < n) {
+    if (dec) {
+      auto round = dec->step(s, smp, out.back(), n - static_cast<int64_t>(out.size()));
+      INFO(round.status().to_string());
+      REQUIRE(round.is_ok());
+      out.insert(out.end(), round->tokens.begin(), round->tokens.end());
+    } else {
+      r = s.append(Ids{out.back()});
+      REQUIRE(r.is_ok());
+      out.push_back(*smp.sample(*r));
+      REQUIRE(smp.accept(out.back()).is_ok());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("e2e: the released model completes a fact", "[e2e]") {
+  const Model& m = model();
+  const Ids out = decode(m, prompt(m, "The capital of France is"), 8, nullptr);
+  const std::string text = *m.detokenize(out);
+  INFO("continuation: " << text);
+  REQUIRE(text.find("Paris") != std::string::npos);
+}
+
+TEST_CASE("e2e: prompt-lookup speculative decoding keeps greedy output", "[e2e]") {
+  const Model& m = model();
+  const Ids p = prompt(m,
+                       "Repeat this line exactly three times:\n"
+                       "int add(int a, int b) { return a + b; }\n");
+  const Ids want = decode(m, p, 48, nullptr);
+  auto dec = SpeculativeDecoder::create(m, std::move(make_ngram_drafter()).value());
+  REQUIRE(decode(m, p, 48, &*dec) == want);
+  WARN("prompt lookup: " << dec->stats().accepted << " of " << dec->stats().drafted
+                         << " drafts accepted in " << dec->stats().rounds << " rounds");
+  REQUIRE(dec->stats().accepted > 0);
+}
+
+TEST_CASE("e2e: DSpark drafts keep greedy output and are mostly accepted", "[e2e]") {
+  Model m = load(true);  // kUnsupported (named) when the checkpoint has no mtp.* module
+  const Ids p = prompt(m, "Write a short paragraph about the history of the printing press.");
+  const Ids want = decode(m, p, 64, nullptr);
+  auto dec = SpeculativeDecoder::create(m, std::move(make_dspark_drafter(m)).value());
+  REQUIRE(decode(m, p, 64, &*dec) == want);
+  const SpeculativeStats& st = dec->stats();
+  WARN("DSpark: " << st.accepted << " of " << st.drafted << " drafts accepted ("
+                  << st.acceptance_rate() << "), " << st.emitted << " tokens in " << st.rounds
+                  << " rounds");
+  // A floor, not a target: the synthetic (untrained) module of the golden tests gets ~0, so a
+  // tap-point or alignment error (spec §10 items 2-3) shows as a rate near 0.
+  REQUIRE(st.acceptance_rate() > 0.35);
+}
