@@ -525,8 +525,11 @@ class SpeculativeTest(unittest.TestCase):
     def test_speculative_tokens_keep_the_output(self):
         """--speculative-tokens 5: the same greedy text as without, and vLLM's spec counters."""
         prompt = "Hello, who are you? " * 6
+        # Bias on three token ids and a frequency penalty make the output cycle, so prompt
+        # lookup's drafts get accepted.
         body = {"model": "deepseek-v4.1-flash", "prompt": prompt, "max_tokens": 24,
-                "temperature": 0, "ignore_eos": True}
+                "temperature": 0, "ignore_eos": True, "frequency_penalty": 2.0,
+                "logit_bias": {"10": 50, "20": 50, "30": 50}}
         texts = []
         for flags in ((), ("--speculative-tokens", "5")):
             s = Server(BINARY, MODEL, *flags, key=KEY)
@@ -546,6 +549,8 @@ class SpeculativeTest(unittest.TestCase):
                 self.assertLessEqual(accepted, drafted)
                 if not flags:
                     self.assertEqual(drafted, 0)
+                else:
+                    self.assertGreater(accepted, 0)
             finally:
                 self.assertEqual(s.stop(), 0, "".join(s.log))
         self.assertEqual(texts[0], texts[1])

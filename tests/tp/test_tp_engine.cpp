@@ -131,7 +131,12 @@ TEST_CASE("tp engine: speculative rounds (verify forward + rollback) stay in loc
     Result<Engine> engine = Engine::create(m, ep);
     REQUIRE(engine.is_ok());
     Collector c;
-    const RequestId id = *engine->submit(greedy(prompt, 24), c.callback());
+    // Output that cycles (bias on three tokens, a frequency penalty): prompt lookup's drafts are
+    // accepted as well as rejected.
+    GenerationRequest req = greedy(prompt, 24);
+    req.sampling.logit_bias = {{10, 50.0f}, {20, 50.0f}, {30, 50.0f}};
+    req.sampling.frequency_penalty = 2.0f;
+    const RequestId id = *engine->submit(req, c.callback());
     GenerationEvent ev;
     REQUIRE(c.wait(id, std::chrono::seconds(120), &ev));
     INFO(ev.status.to_string());
@@ -162,6 +167,7 @@ TEST_CASE("tp engine: speculative rounds (verify forward + rollback) stay in loc
     INFO("drafted " << spec_stats.spec_draft_tokens_total << ", accepted "
                     << spec_stats.spec_accepted_tokens_total);
     REQUIRE(spec_stats.spec_draft_tokens_total > spec_stats.spec_accepted_tokens_total);
+    REQUIRE(spec_stats.spec_accepted_tokens_total > 0);
     REQUIRE(m->tp_health().is_ok());
   }
   REQUIRE(follower.wait_for(std::chrono::seconds(20)) == std::future_status::ready);

@@ -30,7 +30,8 @@ struct EngineParams {
   int max_queue = 256;                // waiting requests before submit() answers kOutOfMemory
   // Speculative decoding (docs/speculative.md): drafts verified per decode step,
   // 0 = off, else 1..15 drafts (SpeculativeParams.max_draft_tokens). The tokens are those of
-  // plain decoding (greedy: identical; sampling: the same distribution). Requests with a
+  // plain decoding (greedy: identical on the CPU backend, see docs/speculative.md for CUDA;
+  // sampling: the same distribution). A step with no draft is a plain step. Requests with a
   // TokenConstraint decode one token per step.
   int speculative_tokens = 0;
   // Where the drafts come from: "ngram" (prompt lookup) or "dspark" (the model's draft module;

@@ -26,8 +26,9 @@ namespace dsv41 {
 // Proposed continuation of one round.
 struct Draft {
   std::vector<int32_t> tokens;  // d_1 .. d_n
-  // The drafter's distribution of each d_k: [n, vocab] floats summing to 1 per row, when the
-  // drafter sampled its tokens. Empty: deterministic proposals (q = one-hot at d_k).
+  // The drafter's distribution of each d_k: [n, vocab] floats summing to 1 per row (within 1e-3;
+  // rows are renormalised), when the drafter sampled its tokens. Empty: deterministic proposals
+  // (q = one-hot at d_k).
   std::vector<float> probs;
 };
 
@@ -43,7 +44,8 @@ class Drafter {
 
 // Prompt lookup (the "ngram" method of vLLM/SGLang): the longest suffix of the context of
 // max_ngram .. min_ngram tokens that occurred before; the tokens that followed its most recent
-// earlier occurrence are the draft. Free to run, and effective where output repeats the input
+// earlier occurrence (with a continuation of the full draft length, when one has it) are the
+// draft. Free to run, and effective where output repeats the input
 // (code edits, quoting, structured output).
 struct NgramDrafterParams {
   int min_ngram = 2;  // >= 1
@@ -74,7 +76,8 @@ struct SpeculativeParams {
   // Drafted tokens per round, 1..15: the verify forward holds 1 + n rows and the rejected ones
   // are rolled back (Session::rollback depth 16). DSpark drafts 5 (dspark_block_size).
   int max_draft_tokens = 5;
-  // Seed of the acceptance draws (sampling samplers only); absent: std::random_device.
+  // Seed of the acceptance draws (sampling samplers only; a stream derived from it, so it may
+  // equal the Sampler's seed); absent: std::random_device.
   std::optional<int64_t> seed;
   [[nodiscard]] Status validate() const;
 };

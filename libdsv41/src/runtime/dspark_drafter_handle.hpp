@@ -16,11 +16,11 @@ class DsparkDrafterHandle final : public Drafter {
                   "the DSpark drafter drafts from a sequence's state: use it through "
                   "SpeculativeDecoder::step");
   }
-  // The drafts after context.back() (the pending token) of seq.
-  Draft propose_for(const ForwardBackend& backend, BackendSequence& seq,
-                    std::span<const int32_t> context, int max_tokens) const {
+  // The drafts after the pending token `next` of seq.
+  Draft propose_for(const ForwardBackend& backend, BackendSequence& seq, int32_t next,
+                    int max_tokens) const {
     Draft d;
-    d.tokens = backend.dspark_draft(seq, context.back(), max_tokens, params_.confidence_threshold);
+    d.tokens = backend.dspark_draft(seq, next, max_tokens, params_.confidence_threshold);
     return d;
   }
 

@@ -123,10 +123,13 @@ struct DSV41_INTERNAL Engine::Impl {
   bool admit_locked(std::vector<std::unique_ptr<Request>>* failed);
   void step(Request& r, int64_t* budget);
   // A decode step of r as one speculative round: the pending token and the drafts in one
-  // forward, then every kept token delivered in order.
-  void speculative_step(Request& r);
+  // forward, then every kept token delivered in order. False (nothing done) when the drafter
+  // proposes nothing or no draft fits: the caller runs the plain step.
+  bool speculative_step(Request& r);
   // Streams the sampled (and sampler-accepted) token `id` of r; true when r finished with it.
-  bool deliver(Request& r, int32_t id);
+  // surplus_rows: positions appended after id's row that plain decoding would not hold, rolled
+  // back when r finishes here.
+  bool deliver(Request& r, int32_t id, int64_t surplus_rows = 0);
   void finish(Request& r, FinishReason reason, Status status, std::string tail = {});
 };
 
@@ -179,7 +182,7 @@ void Engine::Impl::step(Request& r, int64_t* budget) {
     ids = std::span<const int32_t>(&pending, 1);
   }
   const bool prefill = r.prefilled < n_prompt;
-  if (!prefill && params.speculative_tokens > 0 && !r.req.constraint) return speculative_step(r);
+  if (!prefill && params.speculative_tokens > 0 && !r.req.constraint && speculative_step(r)) return;
   const bool samples = !prefill || r.prefilled + static_cast<int64_t>(ids.size()) == n_prompt;
   std::vector<float> logits;
   std::optional<sampling::SamplePlan> plan;
@@ -214,28 +217,37 @@ void Engine::Impl::step(Request& r, int64_t* budget) {
   if (!deliver(r, id)) r.pending_token = id;
 }
 
-void Engine::Impl::speculative_step(Request& r) {
-  if (!r.spec_rng) r.spec_rng.emplace(speculative::acceptance_seed(r.req.sampling.seed));
+bool Engine::Impl::speculative_step(Request& r) {
   BackendSequence& seq = *r.session->state;
   const ModelInfo& info = model->info;
+  const int64_t room =
+      std::min({seq.max_context(), max_context, info.max_position_embeddings}) - seq.pos();
+  const int64_t left = r.req.stop.max_tokens == kNoTokenLimit ? std::numeric_limits<int64_t>::max()
+                                                              : r.req.stop.max_tokens - r.generated;
+  const int asked =
+      static_cast<int>(std::min<int64_t>({params.speculative_tokens, left - 1, room - 1}));
+  if (asked <= 0) return false;
+  // Draft first: with nothing proposed the plain step runs (on CUDA it samples on the device
+  // and reads no logits back).
+  Draft draft;
+  if (params.speculative_method == "dspark") {
+    draft.tokens =
+        model->backend->dspark_draft(seq, r.pending_token, asked, params.speculative_confidence);
+  } else {
+    draft_context.assign(seq.tokens().begin(), seq.tokens().end());
+    draft_context.push_back(r.pending_token);
+    draft = DSV41_TAKE(drafter.propose(draft_context, asked));
+  }
+  if (draft.tokens.empty()) return false;
+  if (!r.spec_rng) r.spec_rng.emplace(speculative::acceptance_seed(r.req.sampling.seed));
   speculative::RoundTarget target;
   target.tokens = seq.tokens();
-  target.room =
-      std::min({seq.max_context(), max_context, info.max_position_embeddings}) - seq.pos();
+  target.room = room;
   target.append_all = [&](std::span<const int32_t> ids) {
     return session_append(*r.session, ids, /*all_logits=*/true);
   };
   target.rollback = [&](int64_t n) { seq.rollback(n); };
-  if (params.speculative_method == "dspark") {
-    const float threshold = params.speculative_confidence;
-    target.propose = [&](std::span<const int32_t> ctx, int max_tokens) {
-      Draft d;
-      d.tokens = model->backend->dspark_draft(seq, ctx.back(), max_tokens, threshold);
-      return Result<Draft>(std::move(d));
-    };
-  }
-  const int64_t left = r.req.stop.max_tokens == kNoTokenLimit ? std::numeric_limits<int64_t>::max()
-                                                              : r.req.stop.max_tokens - r.generated;
+  target.propose = [&draft](int32_t, int) { return Result<Draft>(draft); };
   const speculative::RoundLimits limits{params.speculative_tokens, info.vocab_size,
                                         info.eos_token_id};
   const SpeculativeRound round =
@@ -246,12 +258,20 @@ void Engine::Impl::speculative_step(Request& r) {
     stats.spec_draft_tokens_total += round.drafted;
     stats.spec_accepted_tokens_total += round.accepted;
   }
-  for (int32_t id : round.tokens)
-    if (deliver(r, id)) return;  // rows after a stop stay in the finished sequence: harmless
-  r.pending_token = round.tokens.back();
+  const int64_t n = static_cast<int64_t>(round.tokens.size());
+  for (int64_t i = 0; i < n; ++i) {
+    // Rows this round appended beyond what plain decoding holds once token i is out: the tokens
+    // after i but the last. A finish at i rolls them back, so the prefix cache gets the same
+    // entry as after plain decoding.
+    if (deliver(r, round.tokens[i], n - 1 - i)) return true;
+    r.pending_token = round.tokens[i];
+    std::lock_guard<std::mutex> lock(mu);
+    if (r.cancelled || stopping) return true;  // the run loop ends it; no further tokens
+  }
+  return true;
 }
 
-bool Engine::Impl::deliver(Request& r, int32_t id) {
+bool Engine::Impl::deliver(Request& r, int32_t id, int64_t surplus_rows) {
   const int64_t n_prompt = static_cast<int64_t>(r.req.prompt.size());
   r.generated++;
   {
@@ -267,6 +287,9 @@ bool Engine::Impl::deliver(Request& r, int32_t id) {
   ev.cached_tokens = r.cached;
   ev.completion_tokens = r.generated;
   r.cb(ev);
+  if ((s.finish != FinishReason::kNone || n_prompt + r.generated >= max_context) &&
+      surplus_rows > 0)
+    r.session->state->rollback(surplus_rows);
   if (s.finish != FinishReason::kNone) {
     std::string tail = s.finish == FinishReason::kLength ? r.detok->flush() : std::string();
     finish(r, s.finish, Status::ok(), std::move(tail));

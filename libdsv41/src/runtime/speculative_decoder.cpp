@@ -76,8 +76,8 @@ Result<SpeculativeRound> SpeculativeDecoder::step(Session& session, Sampler& sam
     target.rollback = [&](int64_t n) { DSV41_TRY(session.rollback(n)); };
     if (const auto* h = dynamic_cast<const DsparkDrafterHandle*>(m.drafter.get())) {
       Session::Impl& s = *session.impl_;
-      target.propose = [&s, h](std::span<const int32_t> ctx, int max_tokens) {
-        return Result<Draft>(h->propose_for(*s.model->backend, *s.state, ctx, max_tokens));
+      target.propose = [&s, h](int32_t next, int max_tokens) {
+        return Result<Draft>(h->propose_for(*s.model->backend, *s.state, next, max_tokens));
       };
     }
     out = speculative::run_round(target, sampler, *m.drafter, m.rng, m.limits, next, max_tokens,

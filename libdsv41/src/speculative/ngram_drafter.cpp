@@ -34,12 +34,22 @@ std::vector<int32_t> ngram_lookup(std::span<const int32_t> context, const NgramD
   for (int64_t n = std::min<int64_t>(p.max_ngram, L - 1); n >= p.min_ngram; --n) {
     const int32_t* suffix = context.data() + L - n;
     // Candidate starts s < L - n, so the match is strictly earlier than the suffix itself and
-    // at least one token follows it.
+    // at least one token follows it. The latest match wins unless its continuation is shorter
+    // than max_tokens (a repeat of period P leaves only P tokens after the latest match): then
+    // the latest match with the longest continuation.
+    int64_t best_from = -1, best_len = 0;
     for (int64_t s = L - n - 1; s >= begin; --s) {
       if (!std::equal(suffix, suffix + n, context.data() + s)) continue;
-      const int64_t from = s + n, to = std::min<int64_t>(L, from + max_tokens);
-      return std::vector<int32_t>(context.begin() + from, context.begin() + to);
+      const int64_t from = s + n, len = std::min<int64_t>(L - from, max_tokens);
+      if (len > best_len) {
+        best_from = from;
+        best_len = len;
+      }
+      if (len == max_tokens) break;
     }
+    if (best_from >= 0)
+      return std::vector<int32_t>(context.begin() + best_from,
+                                  context.begin() + best_from + best_len);
   }
   return {};
 }

@@ -19,8 +19,9 @@ constexpr int kMaxDraftTokens = 15;
 constexpr double kProbSumTol = 1e-3;
 
 // The checks of a drafter's answer: n <= asked, ids in the vocabulary, probs [n, V] rows that
-// are distributions giving their own token a non-zero probability.
-void check_draft(const Draft& d, int asked, int64_t V) {
+// are distributions giving their own token a non-zero probability. Each row is then divided by
+// its sum, so that q is exactly the distribution the acceptance rule assumes.
+void check_draft(Draft& d, int asked, int64_t V) {
   const size_t n = d.tokens.size();
   DSV41_CHECK(n <= static_cast<size_t>(asked), kInvalidArgument,
               "the drafter proposed {} tokens, at most {} were asked", n, asked);
@@ -32,7 +33,7 @@ void check_draft(const Draft& d, int asked, int64_t V) {
               "Draft.probs has {} entries, expected {} tokens x vocab {} = {}", d.probs.size(), n,
               V, n * static_cast<size_t>(V));
   for (size_t k = 0; k < n; ++k) {
-    const float* row = d.probs.data() + k * V;
+    float* row = d.probs.data() + k * V;
     double sum = 0;
     for (int64_t v = 0; v < V; ++v) {
       DSV41_CHECK(std::isfinite(row[v]) && row[v] >= 0, kInvalidArgument,
@@ -43,6 +44,7 @@ void check_draft(const Draft& d, int asked, int64_t V) {
                 "Draft.probs row {} sums to {}, not 1", k, sum);
     DSV41_CHECK(row[d.tokens[k]] > 0, kInvalidArgument,
                 "Draft.probs[{}] gives its own token {} probability 0", k, d.tokens[k]);
+    for (int64_t v = 0; v < V; ++v) row[v] = static_cast<float>(row[v] / sum);
   }
 }
 
@@ -59,9 +61,16 @@ Status SpeculativeParams::validate() const {
 namespace speculative {
 
 uint64_t acceptance_seed(const std::optional<int64_t>& seed) {
-  if (seed) return static_cast<uint64_t>(*seed);
-  std::random_device device;
-  return (static_cast<uint64_t>(device()) << 32) ^ static_cast<uint64_t>(device());
+  if (!seed) {
+    std::random_device device;
+    return (static_cast<uint64_t>(device()) << 32) ^ static_cast<uint64_t>(device());
+  }
+  // Not the seed itself: the Sampler seeds its own xoshiro256** with the same request seed, and
+  // two identical streams would reuse each uniform (the first acceptance test would reuse the
+  // draw that chose `next`, biasing the output). One SplitMix64 step of seed ^ a constant
+  // ("SPECULAT" in ASCII) starts an unrelated stream.
+  uint64_t state = static_cast<uint64_t>(*seed) ^ 0x53504543554C4154ULL;
+  return sampling::splitmix64_next(state);
 }
 
 SpeculativeRound run_round(RoundTarget& target, Sampler& sampler, Drafter& drafter,
@@ -81,10 +90,13 @@ SpeculativeRound run_round(RoundTarget& target, Sampler& sampler, Drafter& draft
 
   Draft draft;
   if (asked > 0) {
-    context.assign(target.tokens.begin(), target.tokens.end());
-    context.push_back(next);
-    draft = DSV41_TAKE(target.propose ? target.propose(context, asked)
-                                      : drafter.propose(context, asked));
+    if (target.propose) {
+      draft = DSV41_TAKE(target.propose(next, asked));
+    } else {
+      context.assign(target.tokens.begin(), target.tokens.end());
+      context.push_back(next);
+      draft = DSV41_TAKE(drafter.propose(context, asked));
+    }
     check_draft(draft, asked, V);
   }
   const int n = static_cast<int>(draft.tokens.size());

@@ -23,8 +23,9 @@ struct RoundTarget {
   std::function<std::vector<float>(std::span<const int32_t>)> append_all;
   // Undoes the last n appended positions.
   std::function<void(int64_t)> rollback;
-  // Optional: drafts from the sequence's own state (DSpark) instead of Drafter::propose.
-  std::function<Result<Draft>(std::span<const int32_t> context, int max_tokens)> propose;
+  // Optional: the drafts after `next` from elsewhere (the sequence's DSpark state, a draft made
+  // beforehand) instead of Drafter::propose on the copied context.
+  std::function<Result<Draft>(int32_t next, int max_tokens)> propose;
 };
 
 struct RoundLimits {
@@ -36,7 +37,8 @@ struct RoundLimits {
 // One round after the pending token `next` (already drawn and passed to sampler.accept(), not
 // yet appended), returning at most max_tokens tokens, each passed to sampler.accept(); all but
 // the last are left appended (SpeculativeDecoder::step in dsv41/speculative.hpp has the
-// contract and the error cases). `context` is scratch for the drafter's input. Throws
+// contract and the error cases). `context` is scratch for the drafter's input (not touched when
+// target.propose is set). Throws
 // detail::Failure; a failure after the verify forward rolls the whole round back.
 SpeculativeRound run_round(RoundTarget& target, Sampler& sampler, Drafter& drafter,
                            sampling::Xoshiro256StarStar& rng, const RoundLimits& limits,

@@ -352,9 +352,13 @@ struct EngineRun {
   EngineStats stats;
 };
 
-EngineRun run_engine(int speculative_tokens, const GenerationRequest& req) {
+// `req`, then (when follow_up) prompt + its output again with max_tokens 1: the prefix cache must
+// serve the same number of tokens as after plain decoding.
+EngineRun run_engine(int speculative_tokens, const GenerationRequest& req,
+                     int64_t* follow_up_cached = nullptr, int64_t max_context = 262144) {
   EngineParams ep;
   ep.speculative_tokens = speculative_tokens;
+  ep.max_context = max_context;
   auto engine = Engine::create(tiny8(), ep);
   REQUIRE(engine.is_ok());
   Collector c;
@@ -363,8 +367,18 @@ EngineRun run_engine(int speculative_tokens, const GenerationRequest& req) {
   EngineRun out;
   out.done = c.wait(*id);
   out.stats = engine->stats();
-  std::lock_guard<std::mutex> lock(c.mu);
-  out.tokens = c.tokens[*id];
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    out.tokens = c.tokens[*id];
+  }
+  if (follow_up_cached != nullptr) {
+    GenerationRequest next = req;
+    next.prompt.insert(next.prompt.end(), out.tokens.begin(), out.tokens.end());
+    next.stop.max_tokens = 1;
+    auto id2 = engine->submit(next, c.callback());
+    REQUIRE(id2.is_ok());
+    *follow_up_cached = c.wait(*id2).cached_tokens;
+  }
   return out;
 }
 }  // namespace
@@ -411,6 +425,40 @@ TEST_CASE("engine: speculative decoding streams the tokens of plain decoding",
   REQUIRE(a.tokens == b.tokens);
   REQUIRE(a.tokens.size() == 32);
   REQUIRE(a.done.finish == FinishReason::kLength);
+
+  // A greedy request whose output cycles (logit_bias on three tokens, a frequency penalty), so
+  // prompt lookup's drafts are accepted: cuts by max_tokens, a stop token and the context land
+  // mid-round, and the prefix cache holds what plain decoding leaves.
+  GenerationRequest cyc = greedy_request(p1, 24);
+  cyc.sampling.logit_bias = {{10, 50.0f}, {20, 50.0f}, {30, 50.0f}};
+  cyc.sampling.frequency_penalty = 2.0f;
+  int64_t accepted = 0;
+  for (int64_t max_tokens : {7, 11, 13, 24}) {
+    for (bool stop_mid : {false, true}) {
+      GenerationRequest req = cyc;
+      req.stop.max_tokens = max_tokens;
+      const EngineRun plain_run = run_engine(0, req);
+      if (stop_mid) req.stop.stop_token_ids = {plain_run.tokens[max_tokens / 2]};
+      int64_t want_cached = 0, got_cached = 0;
+      const EngineRun want = run_engine(0, req, &want_cached);
+      const EngineRun got = run_engine(5, req, &got_cached);
+      INFO("max_tokens " << max_tokens << ", stop token " << stop_mid);
+      REQUIRE(got.tokens == want.tokens);
+      REQUIRE(got.done.finish == want.done.finish);
+      REQUIRE(got.done.completion_tokens == want.done.completion_tokens);
+      REQUIRE(got_cached == want_cached);
+      accepted += got.stats.spec_accepted_tokens_total;
+    }
+  }
+  const auto n_p1 = static_cast<int64_t>(p1.size());
+  for (int64_t context : {n_p1 + 9, n_p1 + 14}) {
+    const EngineRun want = run_engine(0, cyc, nullptr, context);
+    const EngineRun got = run_engine(5, cyc, nullptr, context);
+    REQUIRE(got.tokens == want.tokens);
+    REQUIRE(got.done.finish == FinishReason::kLength);
+  }
+  INFO("accepted drafts over the cut cases: " << accepted);
+  REQUIRE(accepted >= 5);
 
   EngineParams bad;
   bad.speculative_tokens = 16;

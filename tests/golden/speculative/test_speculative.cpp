@@ -84,9 +84,10 @@ SpeculativeDecoder decoder(ScriptedDrafter::Fn fn, int max_draft = 5) {
 }
 
 // Plain greedy decoding: n tokens after `prompt`, and the logits of the last position.
-Ids plain_greedy(const Ids& prompt, int n, std::vector<float>* last_logits = nullptr) {
+Ids plain_greedy(const Ids& prompt, int n, std::vector<float>* last_logits = nullptr,
+                 SamplerParams sp = greedy_params()) {
   Session s = session();
-  Sampler smp = sampler(greedy_params());
+  Sampler smp = sampler(sp);
   auto r = s.append(prompt);
   REQUIRE(r.is_ok());
   Ids out;
@@ -103,8 +104,9 @@ Ids plain_greedy(const Ids& prompt, int n, std::vector<float>* last_logits = nul
 
 // Speculative greedy decoding of n tokens after `prompt`; the session is left holding the
 // prompt and all n tokens (the last one appended plainly) so it can be compared.
-Ids spec_greedy(SpeculativeDecoder& dec, const Ids& prompt, int n, Session& s) {
-  Sampler smp = sampler(greedy_params());
+Ids spec_greedy(SpeculativeDecoder& dec, const Ids& prompt, int n, Session& s,
+                SamplerParams sp = greedy_params()) {
+  Sampler smp = sampler(sp);
   auto r = s.append(prompt);
   REQUIRE(r.is_ok());
   int32_t next = *smp.sample(*r);
@@ -207,6 +209,18 @@ TEST_CASE("speculative: prompt lookup drafts from a repetitive context and keeps
   INFO("rounds " << st.rounds << " drafted " << st.drafted << " accepted " << st.accepted);
   REQUIRE(st.drafted > 0);
   REQUIRE(st.emitted == kN - 1);
+  // Output that cycles (bias on three tokens, a frequency penalty): drafts are accepted too, and
+  // the penalties see every accepted draft in order.
+  SamplerParams cyc = greedy_params();
+  cyc.logit_bias = {{10, 50.0f}, {20, 50.0f}, {30, 50.0f}};
+  cyc.frequency_penalty = 2.0f;
+  const Ids want_cyc = plain_greedy(p1, kN, nullptr, cyc);
+  auto dec2 = SpeculativeDecoder::create(tiny8(), std::move(make_ngram_drafter()).value(), sp);
+  Session s2 = session();
+  REQUIRE(spec_greedy(*dec2, p1, kN, s2, cyc) == want_cyc);
+  INFO("cycling: drafted " << dec2->stats().drafted << " accepted " << dec2->stats().accepted);
+  REQUIRE(dec2->stats().accepted > 0);
+  REQUIRE(dec2->stats().accepted < dec2->stats().drafted);
 }
 
 TEST_CASE("speculative: sampled rounds draw from the sampler's distribution",

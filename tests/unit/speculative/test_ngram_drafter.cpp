@@ -19,12 +19,15 @@ TEST_CASE("ngram drafter: the longest matching suffix wins", "[unit][speculative
   REQUIRE(ngram_lookup(ctx, p, 3) == V{5, 6, 7});
 }
 
-TEST_CASE("ngram drafter: latest occurrence, cut at max_tokens and at the context end",
-          "[unit][speculative]") {
+TEST_CASE(
+    "ngram drafter: latest occurrence with a full continuation, cut at max_tokens and the end",
+    "[unit][speculative]") {
   NgramDrafterParams p;
   const V ctx = {1, 2, 3, 1, 2, 4, 1, 2};
-  REQUIRE(ngram_lookup(ctx, p, 5) == V{4, 1, 2});  // (1 2) at 3, not at 0; runs into the suffix
+  REQUIRE(ngram_lookup(ctx, p, 3) == V{4, 1, 2});  // (1 2) at 3, not at 0; runs into the suffix
   REQUIRE(ngram_lookup(ctx, p, 1) == V{4});
+  // The latest match leaves only 3 tokens: the earlier one at 0 has the 5 asked for.
+  REQUIRE(ngram_lookup(ctx, p, 5) == V{3, 1, 2, 4, 1});
   REQUIRE(ngram_lookup(ctx, p, 0).empty());
   const V rep = {5, 5, 5, 5};  // overlapping self-match
   REQUIRE(ngram_lookup(rep, p, 4) == V{5});
