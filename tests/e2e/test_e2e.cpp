@@ -104,5 +104,5 @@ TEST_CASE("e2e: DSpark drafts keep greedy output and are mostly accepted", "[e2e
                   << " rounds");
   // A floor, not a target: the synthetic (untrained) module of the golden tests gets ~0, so a
   // tap-point or alignment error (spec §10 items 2-3) shows as a rate near 0.
-  REQUIRE(st.acceptance_rate() > 0.35);
+  REQUIRE(st.acceptance_rate() > 0.2);
 }
