@@ -56,7 +56,10 @@ void ThreadPool::worker_loop(size_t index) {
 
 void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn) {
   if (n == 0) return;
-  if (workers_.empty() || n == 1) {
+  // The job slot is single: a second caller while the workers run someone else's job would
+  // overwrite it (two Sessions of one model hung so), so it runs its range itself.
+  std::unique_lock<std::mutex> owner(busy_, std::try_to_lock);
+  if (workers_.empty() || n == 1 || !owner.owns_lock()) {
     fn(0, n);
     return;
   }

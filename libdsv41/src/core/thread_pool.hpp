@@ -21,13 +21,16 @@ class ThreadPool {
 
   size_t size() const { return workers_.size() + 1; }
   // Calls fn(begin, end) on disjoint chunks covering [0, n); returns when all are done.
-  // The first exception thrown by fn is rethrown here. Not re-entrant from inside fn.
+  // The first exception thrown by fn is rethrown here. Not re-entrant from inside fn. Callers on
+  // several threads at once (two Sessions of one model): one gets the workers, the others run
+  // their whole range on their own thread.
   void parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn);
 
  private:
   void worker_loop(size_t index);
 
   std::vector<std::thread> workers_;
+  std::mutex busy_;  // held by the caller that owns the workers for one parallel_for
   std::mutex mu_;
   std::condition_variable cv_work_, cv_done_;
   const std::function<void(size_t, size_t)>* job_ = nullptr;
