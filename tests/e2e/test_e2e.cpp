@@ -17,11 +17,9 @@ namespace {
 
 std::string model_dir() { return std::getenv("DSV41_MODEL_DIR"); }
 
-Model load(bool dspark) {
+Model load() {
   ModelParams p;
   p.model_dir = model_dir();
-  p.dspark = dspark;
-  if (dspark) p.backend = "cpu";  // the DSpark drafter runs on the CPU reference only
   auto m = Model::load(p);
   INFO(m.status().to_string());
   REQUIRE(m.is_ok());
@@ -29,7 +27,7 @@ Model load(bool dspark) {
 }
 
 const Model& model() {
-  static Model m = load(false);
+  static Model m = load();
   return m;
 }
 
@@ -92,8 +90,22 @@ TEST_CASE("e2e: prompt-lookup speculative decoding keeps greedy output", "[e2e]"
   REQUIRE(dec->stats().accepted > 0);
 }
 
-TEST_CASE("e2e: DSpark drafts keep greedy output and are mostly accepted", "[e2e]") {
-  Model m = load(true);  // kUnsupported (named) when the checkpoint has no mtp.* module
+// Hidden ([.dspark]: run with `test_e2e "[dspark]"`): the DSpark drafter runs on the fp32 CPU
+// reference only, hours for the released model on a CPU; skipped with the reason when the
+// checkpoint has no draft module.
+TEST_CASE("e2e: DSpark drafts keep greedy output and are mostly accepted", "[e2e][.dspark]") {
+  ModelParams mp;
+  mp.model_dir = model_dir();
+  mp.dspark = true;
+  mp.backend = "cpu";
+  auto loaded = Model::load(mp);
+  if (!loaded.is_ok() && loaded.status().code() == ErrorCode::kUnsupported) {
+    WARN("skipped: " << loaded.status().message());
+    return;
+  }
+  INFO(loaded.status().to_string());
+  REQUIRE(loaded.is_ok());
+  const Model& m = *loaded;
   const Ids p = prompt(m, "Write a short paragraph about the history of the printing press.");
   const Ids want = decode(m, p, 64, nullptr);
   auto dec = SpeculativeDecoder::create(m, std::move(make_dspark_drafter(m)).value());
@@ -102,7 +114,8 @@ TEST_CASE("e2e: DSpark drafts keep greedy output and are mostly accepted", "[e2e
   WARN("DSpark: " << st.accepted << " of " << st.drafted << " drafts accepted ("
                   << st.acceptance_rate() << "), " << st.emitted << " tokens in " << st.rounds
                   << " rounds");
-  // A floor, not a target: the synthetic (untrained) module of the golden tests gets ~0, so a
-  // tap-point or alignment error (spec §10 items 2-3) shows as a rate near 0.
+  // A floor, not a target: the synthetic (untrained) module of the golden tests gets ~0. It
+  // catches wiring errors; settling spec §10 items 2-3 (tap at layer inputs vs outputs, slot 0
+  // alignment) needs the rate of each convention measured side by side (WARN above).
   REQUIRE(st.acceptance_rate() > 0.2);
 }

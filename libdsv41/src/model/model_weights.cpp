@@ -70,8 +70,10 @@ class Binder {
   // `layers.L.ffn.experts.E.` of an expert another provider supplies.
   void skip_prefix(const std::string& prefix) { skipped_.insert(prefix); }
 
-  void check_inventory(std::vector<IgnoredGroup>* ignored) const {
-    for (const char* prefix : kIgnoredPrefixes) ignored->push_back({prefix, 0, 0});
+  // dspark_bound: `mtp.*` was bound, so an unused `mtp.*` tensor is an error like any other.
+  void check_inventory(std::vector<IgnoredGroup>* ignored, bool dspark_bound) const {
+    for (const char* prefix : kIgnoredPrefixes)
+      if (!dspark_bound || std::string_view(prefix) != "mtp.") ignored->push_back({prefix, 0, 0});
     IgnoredGroup external{ModelWeights::kExternalExpertsGroup, 0, 0};
     for (const std::string& name : ck_.names()) {
       if (used_.count(name)) continue;
@@ -266,7 +268,7 @@ std::unique_ptr<ModelWeights> ModelWeights::bind(const Checkpoint& ck, const Mod
     }
   }
   if (dspark) w->dspark = bind_dspark(b, ck, cfg, *w->rope, sp);
-  b.check_inventory(&w->ignored);
+  b.check_inventory(&w->ignored, w->dspark != nullptr);
   return w;
 }
 

@@ -83,6 +83,10 @@ struct DSV41_INTERNAL Engine::Impl {
     const TextConfig& t = c.text;
     int64_t bytes = int64_t{t.num_hidden_layers} * (t.sliding_window + kMaxRollback) *
                     kv::packed_bytes(kv::EntryFormat::kWindowFp8, t.head_dim);
+    // DSpark context ring (model/dspark/dspark_context.hpp): fp32 rows per stage, host memory.
+    if (const DsparkWeights* d = model->transformer->weights().dspark.get())
+      bytes += static_cast<int64_t>(d->stages.size()) * (t.sliding_window + kMaxRollback) *
+               t.head_dim * static_cast<int64_t>(sizeof(float));
     for (const LayerRole& r : c.roles) {
       if (!r.kv_source) continue;
       const int64_t entries = tokens / r.ratio;

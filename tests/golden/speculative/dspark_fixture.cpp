@@ -87,7 +87,8 @@ struct Writer {
 
 }  // namespace
 
-std::string make_tiny8_dspark(const std::set<std::string>& drop) {
+std::string make_tiny8_dspark(const std::set<std::string>& drop,
+                              const std::set<std::string>& extra) {
   const fs::path src = fixture("golden/tiny8");
   static int counter = 0;
   const fs::path dir = fs::temp_directory_path() / ("dsv41-dspark-" + std::to_string(::getpid()) +
@@ -141,6 +142,7 @@ std::string make_tiny8_dspark(const std::set<std::string>& drop) {
   w.bf16("mtp.2.markov_head.embed.weight", {V, kRank}, rng, -1.0f, 1.0f);
   w.bf16("mtp.2.markov_head.head.weight", {V, kRank}, rng, -0.5f, 0.5f);
   w.f32("mtp.2.confidence_head.proj.weight", {1, D + kRank}, rng, -0.1f, 0.1f);
+  for (const std::string& name : extra) w.f32(name, {1}, rng, 0.0f, 1.0f);
   write_safetensors((dir / "model-mtp.safetensors").string(), w.tensors);
 
   std::string index = read_text(src / "model.safetensors.index.json");

@@ -11,7 +11,9 @@
 namespace dsv41::test {
 
 // Writes the checkpoint into a fresh directory under the system temp dir and returns it. Tensors
-// named in `drop` are left out (to test the loader's errors).
-std::string make_tiny8_dspark(const std::set<std::string>& drop = {});
+// named in `drop` are left out and those in `extra` added as F32 [1] (to test the loader's
+// errors).
+std::string make_tiny8_dspark(const std::set<std::string>& drop = {},
+                              const std::set<std::string>& extra = {});
 
 }  // namespace dsv41::test

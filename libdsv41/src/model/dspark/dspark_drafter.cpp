@@ -107,13 +107,26 @@ void DsparkDrafter::block_attention(const DsparkStage& stage, int s, const float
 }
 
 DsparkProposal DsparkDrafter::draft(const SequenceState& st, int32_t next) const {
+  const int32_t noise = t_.config().text.dspark_noise_token_id;
+  std::vector<int32_t> slots(block_, noise);
+  slots[0] = next;
+  return draft_block(st, slots);
+}
+
+DsparkProposal DsparkDrafter::draft_block(const SequenceState& st,
+                                          std::span<const int32_t> slots) const {
   const DsparkWeights& d = *t_.weights().dspark;
   const TextConfig& c = t_.config().text;
   const HcShape& hs = t_.hc_shape();
   const int64_t K = block_, D = hs.dim, hc = hs.hc, V = c.vocab_size;
   const int64_t R = d.markov_embed.in_features();
-  DSV41_CHECK(next >= 0 && next < V, kInvalidArgument,
-              "DSpark: next = {} is outside the vocabulary [0, {})", next, V);
+  DSV41_CHECK(static_cast<int64_t>(slots.size()) == K, kInvalidArgument,
+              "DSpark: {} slot tokens for a block of {}", slots.size(), K);
+  for (size_t k = 0; k < slots.size(); ++k)
+    DSV41_CHECK(slots[k] >= 0 && slots[k] < V, kInvalidArgument,
+                "DSpark: {} = {} is outside the vocabulary [0, {})",
+                k == 0 ? std::string("next") : fmt::format("slot {}", k), slots[k], V);
+  const int32_t next = slots[0];
   DSV41_CHECK(st.dspark.enabled(), kInternal, "DSpark: the sequence has no DSpark context");
   ThreadPool* pool = &t_.pool();
   const int64_t pos0 = st.pos;
@@ -121,7 +134,7 @@ DsparkProposal DsparkDrafter::draft(const SequenceState& st, int32_t next) const
   std::vector<float> H(K * hc * D), Hmid(K * hc * D), x(K * D), xn(K * D), y(K * D);
   for (int64_t t = 0; t < K; ++t) {
     float* h = H.data() + t * hc * D;
-    t_.weights().embed_row(t == 0 ? next : c.dspark_noise_token_id, h);
+    t_.weights().embed_row(slots[t], h);
     for (int64_t j = 1; j < hc; ++j) std::copy_n(h, D, h + j * D);
   }
   std::vector<float> pre = hc_initial_pre(hs, K);

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "model/moe.hpp"
@@ -38,6 +39,9 @@ class DsparkDrafter {
   // of its last min(pos, sliding_window) positions (written by Transformer::forward); kInternal
   // otherwise. kInvalidArgument for next outside the vocabulary.
   DsparkProposal draft(const SequenceState& st, int32_t next) const;
+  // The same round with explicit slot tokens [K] (slot 0 is the Markov chain's id_0); draft()
+  // passes [next, noise, ..., noise]. Exposed for tests of the block's attention pattern.
+  DsparkProposal draft_block(const SequenceState& st, std::span<const int32_t> slots) const;
 
   int block_size() const { return block_; }
 
