@@ -70,6 +70,15 @@ GenerationRequest greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
   return r;
 }
 
+// Rank 1 in a thread: loads its half of tiny8 and serves rank 0 until rank 0's model goes.
+std::future<Status> start_follower(uint16_t port) {
+  return std::async(std::launch::async, [port]() -> Status {
+    Result<Model> m = Model::load(rank_params(1, port));
+    if (!m) return m.status();
+    return m->run_tp_follower();
+  });
+}
+
 }  // namespace
 
 TEST_CASE("tp engine: rank 0's Engine with a follower gives the oracle's greedy tokens",
@@ -78,11 +87,7 @@ TEST_CASE("tp engine: rank 0's Engine with a follower gives the oracle's greedy 
   const auto p1 = g.i32("prompt1.input_ids");
   const auto want = g.i32("greedy.tokens");
   const uint16_t port = tp_test::free_port();
-  auto follower = std::async(std::launch::async, [&]() -> Status {
-    Result<Model> m = Model::load(rank_params(1, port));
-    if (!m) return m.status();
-    return m->run_tp_follower();
-  });
+  auto follower = start_follower(port);
   {
     Result<Model> m = Model::load(rank_params(0, port));
     REQUIRE(m.is_ok());
@@ -155,11 +160,7 @@ TEST_CASE("tp engine: speculative rounds (verify forward + rollback) stay in loc
   prompt.insert(prompt.end(), p1.begin(), p1.end());
   const std::vector<int32_t> want = run(one, prompt, 0, &plain_stats);
   const uint16_t port = tp_test::free_port();
-  auto follower = std::async(std::launch::async, [&]() -> Status {
-    Result<Model> m = Model::load(rank_params(1, port));
-    if (!m) return m.status();
-    return m->run_tp_follower();
-  });
+  auto follower = start_follower(port);
   {
     Result<Model> m = Model::load(rank_params(0, port));
     REQUIRE(m.is_ok());
@@ -241,11 +242,7 @@ TEST_CASE("tp engine: Sessions on rank 0 used from several threads at once stay 
   // The same calls on rank 0 alone and with a follower give the same logits rows (TP=2 vs TP=1
   // differences as in docs/tp.md; the argmax must agree).
   const uint16_t port = tp_test::free_port();
-  auto follower = std::async(std::launch::async, [&]() -> Status {
-    Result<Model> m = Model::load(rank_params(1, port));
-    if (!m) return m.status();
-    return m->run_tp_follower();
-  });
+  auto follower = start_follower(port);
   {
     Result<Model> m = Model::load(rank_params(0, port));
     REQUIRE(m.is_ok());

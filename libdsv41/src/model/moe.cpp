@@ -7,6 +7,19 @@
 #include "core/check.hpp"
 
 namespace dsv41 {
+
+MoeShape moe_shape(const TextConfig& t, int n_experts, int top_k) {
+  MoeShape m;
+  m.dim = t.hidden_size;
+  m.inter = t.moe_intermediate_size;
+  m.n_experts = n_experts;
+  m.top_k = top_k;
+  m.gate_temp = static_cast<float>(t.gate_temp);
+  m.norm_topk_prob = t.norm_topk_prob;
+  m.routed_scaling_factor = static_cast<float>(t.routed_scaling_factor);
+  m.swiglu_limit = static_cast<float>(t.swiglu_limit);
+  return m;
+}
 namespace {
 
 // torch.nn.functional.softplus (beta 1, threshold 20): identity above 20.

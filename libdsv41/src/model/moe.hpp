@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "config/model_config.hpp"
 #include "model/linear.hpp"
 
 namespace dsv41 {
@@ -41,6 +42,10 @@ struct MoeShape {
   float routed_scaling_factor = 1.0f;
   float swiglu_limit = 0.0f;  // <= 0: no clamp
 };
+
+// The §4 router/expert constants of `t` for a MoE of n_experts routed experts, top_k per token
+// (the backbone's n_routed_experts / num_experts_per_tok, or DSpark's).
+MoeShape moe_shape(const TextConfig& t, int n_experts, int top_k);
 
 // Routed-expert compute: y[n, D] = (route_w[r] · SwiGLU(x[r]·W1ᵀ, x[r]·W3ᵀ)) ·
 // W2ᵀ for the n rows x [n, D] that chose expert `expert` of layer `layer` (the

@@ -83,14 +83,7 @@ std::unique_ptr<Transformer> Transformer::load(const std::string& dir, size_t th
   m->shape_.sinkhorn_iters = t.hc_sinkhorn_iters;
   m->shape_.hc_eps = static_cast<float>(t.hc_eps);
   m->shape_.norm_eps = static_cast<float>(t.rms_norm_eps);
-  m->moe_.dim = t.hidden_size;
-  m->moe_.inter = t.moe_intermediate_size;
-  m->moe_.n_experts = t.n_routed_experts;
-  m->moe_.top_k = t.num_experts_per_tok;
-  m->moe_.gate_temp = static_cast<float>(t.gate_temp);
-  m->moe_.norm_topk_prob = t.norm_topk_prob;
-  m->moe_.routed_scaling_factor = static_cast<float>(t.routed_scaling_factor);
-  m->moe_.swiglu_limit = static_cast<float>(t.swiglu_limit);
+  m->moe_ = moe_shape(t, t.n_routed_experts, t.num_experts_per_tok);
   if (m->bank_) {  // EXL3 experts from the banks, the others from the release FP4 tensors
     m->store_ = std::make_unique<exl3::ExpertStore>(
         m->bank_.get(), m->ck_.get(), exl3::ExpertDims{t.hidden_size, t.moe_intermediate_size});

@@ -58,30 +58,24 @@ struct Writer {
     }
     add(to, v.dtype(), shape, std::vector<uint8_t>(v.data, v.data + n));
   }
-  void bf16(const std::string& name, std::vector<int64_t> shape, std::mt19937_64& rng, float lo,
-            float hi) {
+  // Uniform values in [lo, hi) as BF16 or F32.
+  void random(const std::string& name, DType dt, std::vector<int64_t> shape, std::mt19937_64& rng,
+              float lo, float hi) {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
     std::uniform_real_distribution<float> u(lo, hi);
-    std::vector<uint8_t> b(static_cast<size_t>(n) * 2);
-    for (int64_t i = 0; i < n; ++i) {
-      const uint16_t v = f32_to_bf16(u(rng));
-      b[2 * i] = static_cast<uint8_t>(v & 0xFF);
-      b[2 * i + 1] = static_cast<uint8_t>(v >> 8);
-    }
-    add(name, DType::kBF16, std::move(shape), std::move(b));
-  }
-  void f32(const std::string& name, std::vector<int64_t> shape, std::mt19937_64& rng, float lo,
-           float hi) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    std::uniform_real_distribution<float> u(lo, hi);
-    std::vector<uint8_t> b(static_cast<size_t>(n) * 4);
+    const size_t width = dt == DType::kBF16 ? 2 : 4;
+    std::vector<uint8_t> b(static_cast<size_t>(n) * width);
     for (int64_t i = 0; i < n; ++i) {
       const float v = u(rng);
-      std::memcpy(b.data() + 4 * i, &v, 4);
+      if (dt == DType::kBF16) {
+        const uint16_t h = f32_to_bf16(v);
+        std::memcpy(b.data() + 2 * i, &h, 2);
+      } else {
+        std::memcpy(b.data() + 4 * i, &v, 4);
+      }
     }
-    add(name, DType::kF32, std::move(shape), std::move(b));
+    add(name, dt, std::move(shape), std::move(b));
   }
 };
 
@@ -136,13 +130,13 @@ std::string make_tiny8_dspark(const std::set<std::string>& drop,
         }
       }
   }
-  w.bf16("mtp.0.main_proj.weight", {D, 3 * D}, rng, -0.1f, 0.1f);
-  w.bf16("mtp.0.main_norm.weight", {D}, rng, 0.9f, 1.1f);
-  w.bf16("mtp.2.norm.weight", {D}, rng, 0.9f, 1.1f);
-  w.bf16("mtp.2.markov_head.embed.weight", {V, kRank}, rng, -1.0f, 1.0f);
-  w.bf16("mtp.2.markov_head.head.weight", {V, kRank}, rng, -0.5f, 0.5f);
-  w.f32("mtp.2.confidence_head.proj.weight", {1, D + kRank}, rng, -0.1f, 0.1f);
-  for (const std::string& name : extra) w.f32(name, {1}, rng, 0.0f, 1.0f);
+  w.random("mtp.0.main_proj.weight", DType::kBF16, {D, 3 * D}, rng, -0.1f, 0.1f);
+  w.random("mtp.0.main_norm.weight", DType::kBF16, {D}, rng, 0.9f, 1.1f);
+  w.random("mtp.2.norm.weight", DType::kBF16, {D}, rng, 0.9f, 1.1f);
+  w.random("mtp.2.markov_head.embed.weight", DType::kBF16, {V, kRank}, rng, -1.0f, 1.0f);
+  w.random("mtp.2.markov_head.head.weight", DType::kBF16, {V, kRank}, rng, -0.5f, 0.5f);
+  w.random("mtp.2.confidence_head.proj.weight", DType::kF32, {1, D + kRank}, rng, -0.1f, 0.1f);
+  for (const std::string& name : extra) w.random(name, DType::kF32, {1}, rng, 0.0f, 1.0f);
   write_safetensors((dir / "model-mtp.safetensors").string(), w.tensors);
 
   std::string index = read_text(src / "model.safetensors.index.json");

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "decode_loop.hpp"
 #include "dspark_fixture.hpp"
 #include "dsv41/engine.hpp"
 #include "dsv41/sampler.hpp"
@@ -62,26 +63,7 @@ Sampler greedy() {
 Ids decode(const Model& m, const Ids& prompt, int n, SpeculativeDecoder* dec) {
   Session s = std::move(Session::create(m)).value();
   Sampler smp = greedy();
-  auto r = s.append(prompt);
-  REQUIRE(r.is_ok());
-  int32_t next = *smp.sample(*r);
-  REQUIRE(smp.accept(next).is_ok());
-  Ids out = {next};
-  while (static_cast<int>(out.size()) < n) {
-    if (dec) {
-      auto round = dec->step(s, smp, next, n - static_cast<int64_t>(out.size()));
-      INFO(round.status().to_string());
-      REQUIRE(round.is_ok());
-      out.insert(out.end(), round->tokens.begin(), round->tokens.end());
-    } else {
-      r = s.append(Ids{next});
-      REQUIRE(r.is_ok());
-      out.push_back(*smp.sample(*r));
-      REQUIRE(smp.accept(out.back()).is_ok());
-    }
-    next = out.back();
-  }
-  return out;
+  return test::decode_tokens(s, smp, prompt, n, dec);
 }
 
 void require_same_proposal(const DsparkProposal& a, const DsparkProposal& b, double tol) {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 
+#include "decode_loop.hpp"
 #include "dsv41/sampler.hpp"
 #include "dsv41/session.hpp"
 #include "dsv41/speculative.hpp"
@@ -88,41 +89,18 @@ Ids plain_greedy(const Ids& prompt, int n, std::vector<float>* last_logits = nul
                  SamplerParams sp = greedy_params()) {
   Session s = session();
   Sampler smp = sampler(sp);
-  auto r = s.append(prompt);
+  const Ids out = test::decode_tokens(s, smp, prompt, n, nullptr);
+  auto r = s.append(Ids{out.back()});
   REQUIRE(r.is_ok());
-  Ids out;
-  for (int i = 0; i < n; ++i) {
-    const int32_t t = *smp.sample(*r);
-    REQUIRE(smp.accept(t).is_ok());
-    out.push_back(t);
-    r = s.append(Ids{t});
-    REQUIRE(r.is_ok());
-  }
   if (last_logits) *last_logits = std::move(r).value();
   return out;
 }
 
-// Speculative greedy decoding of n tokens after `prompt`; the session is left holding the
-// prompt and all n tokens (the last one appended plainly) so it can be compared.
+// Speculative greedy decoding of n tokens after `prompt` on s.
 Ids spec_greedy(SpeculativeDecoder& dec, const Ids& prompt, int n, Session& s,
                 SamplerParams sp = greedy_params()) {
   Sampler smp = sampler(sp);
-  auto r = s.append(prompt);
-  REQUIRE(r.is_ok());
-  int32_t next = *smp.sample(*r);
-  REQUIRE(smp.accept(next).is_ok());
-  Ids out = {next};
-  while (static_cast<int>(out.size()) < n) {
-    auto round = dec.step(s, smp, next, n - static_cast<int64_t>(out.size()));
-    REQUIRE(round.is_ok());
-    REQUIRE(!round->tokens.empty());
-    REQUIRE(s.position() ==
-            static_cast<int64_t>(prompt.size() + out.size() + round->tokens.size() - 1));
-    out.insert(out.end(), round->tokens.begin(), round->tokens.end());
-    next = out.back();
-  }
-  REQUIRE(static_cast<int>(out.size()) == n);
-  return out;
+  return test::decode_tokens(s, smp, prompt, n, &dec);
 }
 
 }  // namespace

@@ -19,14 +19,7 @@ DsparkDrafter::DsparkDrafter(const Transformer& t) : t_(t) {
   block_ = c.dspark_block_size;
   DSV41_CHECK(block_ >= 1, kInvalidArgument, "config.json: dspark_block_size = {} must be >= 1",
               block_);
-  moe_.dim = c.hidden_size;
-  moe_.inter = c.moe_intermediate_size;
-  moe_.n_experts = c.dspark_n_routed_experts;
-  moe_.top_k = c.dspark_num_experts_per_tok;
-  moe_.gate_temp = static_cast<float>(c.gate_temp);
-  moe_.norm_topk_prob = c.norm_topk_prob;
-  moe_.routed_scaling_factor = static_cast<float>(c.routed_scaling_factor);
-  moe_.swiglu_limit = static_cast<float>(c.swiglu_limit);
+  moe_ = moe_shape(c, c.dspark_n_routed_experts, c.dspark_num_experts_per_tok);
   std::vector<const MoeWeights*> stages;
   for (const DsparkStage& s : d->stages) stages.push_back(&s.ffn);
   experts_ = std::make_unique<CheckpointExperts>(std::move(stages), moe_.swiglu_limit);

@@ -76,15 +76,7 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
     m->gemv_scratch_ = DeviceBuffer(kernels::fp8_gemv_tc_workspace_bytes(kGemvScratchCols));
   m->norm_ = upload_f32(w.norm);
   m->head_ = std::make_unique<DeviceLinear>(DeviceLinear::upload(w.head, "head.weight"));
-  MoeShape moe;
-  moe.dim = t.hidden_size;
-  moe.inter = t.moe_intermediate_size;
-  moe.n_experts = t.n_routed_experts;
-  moe.top_k = t.num_experts_per_tok;
-  moe.gate_temp = static_cast<float>(t.gate_temp);
-  moe.norm_topk_prob = t.norm_topk_prob;
-  moe.routed_scaling_factor = static_cast<float>(t.routed_scaling_factor);
-  moe.swiglu_limit = static_cast<float>(t.swiglu_limit);
+  const MoeShape moe = moe_shape(t, t.n_routed_experts, t.num_experts_per_tok);
   m->engram_slot_.assign(t.num_hidden_layers, -1);
   for (size_t i = 0; i < t.engram_layer_ids.size(); ++i)
     m->engram_slot_[t.engram_layer_ids[i]] = static_cast<int>(i);
