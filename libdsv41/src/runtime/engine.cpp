@@ -1,143 +1,10 @@
 // Engine: scheduler thread, admission against the state budget, chunked prefill, continuous
 // batching, prefix reuse, streaming through StreamDetokenizer + StopMatcher.
-#include "dsv41/engine.hpp"
-
-#include <algorithm>
-#include <atomic>
-#include <condition_variable>
-#include <deque>
-#include <list>
-#include <mutex>
-#include <optional>
-#include <thread>
-
-#include "core/check.hpp"
-#include "core/log.hpp"
-#include "core/tunables.hpp"
-#include "dsv41/export.hpp"
-#include "kv/packed_formats.hpp"
-#include "kv/page_pool.hpp"
-#include "runtime/model_impl.hpp"
-#include "runtime/prefix_cache.hpp"
-#include "sampling/device_sample_plan.hpp"
-#include "sampling/stop_matcher.hpp"
-#include "speculative/ngram_drafter.hpp"
-#include "speculative/round.hpp"
+#include "runtime/engine_impl.hpp"
 
 namespace dsv41 {
 
-namespace {
-
-// Positions a sequence can roll back (speculative verification); sized into every window ring.
-constexpr int kMaxRollback = 16;
-
-struct Request {
-  RequestId id = 0;
-  GenerationRequest req;
-  EventCallback cb;
-  int64_t reserved_bytes = 0;
-  std::optional<Session::Impl> session;
-  std::optional<Sampler> sampler;
-  std::optional<sampling::StopMatcher> stop;
-  std::optional<StreamDetokenizer> detok;
-  int64_t prefilled = 0;                                 // prompt tokens already in the state
-  int64_t cached = 0;                                    // of which served from the prefix cache
-  int32_t pending_token = -1;                            // sampled, not yet appended
-  std::optional<sampling::Xoshiro256StarStar> spec_rng;  // acceptance draws (speculative_tokens)
-  int64_t generated = 0;
-  bool cancelled = false;
-  bool finished = false;  // the kFinished event was sent
-  Status admit_error;     // making its state failed at admission
-};
-
-}  // namespace
-
-struct DSV41_INTERNAL Engine::Impl {
-  std::shared_ptr<const Model::Impl> model;
-  EngineParams params;
-  int64_t max_context = 0;
-  // One page pool of kv_bytes shared by every sequence and prefix-cache entry (docs/state.md).
-  std::shared_ptr<kv::PagePool> pool;
-  Logger logger;  // DSV41_LOG_LEVEL
-  // Prompt lookup (speculative_tokens > 0); stateless, used on the scheduler thread only.
-  speculative::NgramDrafter drafter{NgramDrafterParams{}};
-  std::vector<int32_t> draft_context;  // the drafter's input, reused
-
-  mutable std::mutex mu;
-  std::condition_variable cv;
-  std::deque<std::unique_ptr<Request>> waiting;
-  std::list<std::unique_ptr<Request>> running;
-  PrefixCache cache;
-  EngineStats stats;
-  RequestId next_id = 1;
-  bool stopping = false;
-  std::thread thread;
-  // Set by shutdown() called from a callback on the scheduler thread: the thread cannot join
-  // itself, so it is detached and frees this Impl when run() returns.
-  bool owns_itself = false;
-
-  // Pool bytes of a sequence holding `tokens` tokens: its window rings (with the rollback slots)
-  // plus whole pages of every KV source's caches. An upper bound of what the pool hands out.
-  int64_t pool_bytes(int64_t tokens) const {
-    const ModelConfig& c = model->transformer->config();  // the CUDA state has the same layout
-    const TextConfig& t = c.text;
-    int64_t bytes = int64_t{t.num_hidden_layers} * (t.sliding_window + kMaxRollback) *
-                    kv::packed_bytes(kv::EntryFormat::kWindowFp8, t.head_dim);
-    // DSpark context ring (model/dspark/dspark_context.hpp): fp32 rows per stage, host memory.
-    if (const DsparkWeights* d = model->transformer->weights().dspark.get())
-      bytes += static_cast<int64_t>(d->stages.size()) * (t.sliding_window + kMaxRollback) *
-               t.head_dim * static_cast<int64_t>(sizeof(float));
-    for (const LayerRole& r : c.roles) {
-      if (!r.kv_source) continue;
-      const int64_t entries = tokens / r.ratio;
-      const int64_t pages = (entries + kv::kEntriesPerPage - 1) / kv::kEntriesPerPage;
-      bytes += pages * static_cast<int64_t>(pool->page_bytes());
-    }
-    return bytes;
-  }
-  // Positions a request can occupy: prompt + max_tokens, capped by the context.
-  int64_t reserve_tokens(const GenerationRequest& r) const {
-    const int64_t len = static_cast<int64_t>(r.prompt.size());
-    return r.stop.max_tokens == kNoTokenLimit ? max_context
-                                              : std::min(max_context, len + r.stop.max_tokens);
-  }
-  int64_t reserve_for(const GenerationRequest& r) const { return pool_bytes(reserve_tokens(r)); }
-  // Keeps a copy of `state` in the prefix cache if it fits the budget next to what is reserved
-  // (evicting older entries first), so the copy can never exhaust the pool. Holds mu.
-  void cache_copy_locked(const SequenceHandle& state) {
-    const int64_t bytes = pool_bytes(state->pos());
-    while (used_bytes() + bytes > params.kv_bytes && cache.evict_one()) {
-    }
-    if (used_bytes() + bytes > params.kv_bytes) return;
-    // The copy allocates (device memory on CUDA): failing it only loses the cache entry.
-    Status st = detail::capture_status([&] { cache.insert(state.clone(state->pos()), bytes); });
-    if (!st.is_ok())
-      logger.log(LogLevel::kWarn, "prefix cache: copy of {} tokens dropped: {}", state->pos(),
-                 st.to_string());
-  }
-  int64_t used_bytes() const {
-    int64_t u = cache.bytes();
-    for (const auto& r : running)
-      if (!r->finished) u += r->reserved_bytes;  // a finished one is released at its event
-    return u;
-  }
-
-  void run();
-  // Requests whose state could not be made go to *failed (finished by the caller, unlocked).
-  bool admit_locked(std::vector<std::unique_ptr<Request>>* failed);
-  void step(Request& r, int64_t* budget);
-  // A decode step of r as one speculative round: the pending token and the drafts in one
-  // forward, then every kept token delivered in order. False (nothing done) when the drafter
-  // proposes nothing or no draft fits: the caller runs the plain step.
-  bool speculative_step(Request& r);
-  // Streams the sampled (and sampler-accepted) token `id` of r; true when r finished with it.
-  // surplus_rows: positions appended after id's row that plain decoding would not hold, rolled
-  // back when r finishes here.
-  bool deliver(Request& r, int32_t id, int64_t surplus_rows = 0);
-  void finish(Request& r, FinishReason reason, Status status, std::string tail = {});
-};
-
-void Engine::Impl::finish(Request& r, FinishReason reason, Status status, std::string tail) {
+void Engine::Impl::finish(EngineRequest& r, FinishReason reason, Status status, std::string tail) {
   GenerationEvent ev;
   ev.id = r.id;
   ev.kind = GenerationEvent::Kind::kFinished;
@@ -170,7 +37,7 @@ void Engine::Impl::finish(Request& r, FinishReason reason, Status status, std::s
 }
 
 // Runs one scheduling unit of `r`: a prefill chunk (within *budget) or one decode token.
-void Engine::Impl::step(Request& r, int64_t* budget) {
+void Engine::Impl::step(EngineRequest& r, int64_t* budget) {
   const int64_t n_prompt = static_cast<int64_t>(r.req.prompt.size());
   // The step that samples runs the chain where the logits are (the CUDA backend: one 16-byte
   // result instead of the vocab's logits), with the same tokens (docs/sampling.md "Device
@@ -221,61 +88,7 @@ void Engine::Impl::step(Request& r, int64_t* budget) {
   if (!deliver(r, id)) r.pending_token = id;
 }
 
-bool Engine::Impl::speculative_step(Request& r) {
-  BackendSequence& seq = *r.session->state;
-  const ModelInfo& info = model->info;
-  const int64_t room =
-      std::min({seq.max_context(), max_context, info.max_position_embeddings}) - seq.pos();
-  const int64_t left = r.req.stop.max_tokens == kNoTokenLimit ? std::numeric_limits<int64_t>::max()
-                                                              : r.req.stop.max_tokens - r.generated;
-  const int asked =
-      static_cast<int>(std::min<int64_t>({params.speculative_tokens, left - 1, room - 1}));
-  if (asked <= 0) return false;
-  // Draft first: with nothing proposed the plain step runs (on CUDA it samples on the device
-  // and reads no logits back).
-  Draft draft;
-  if (params.speculative_method == "dspark") {
-    draft.tokens =
-        model->backend->dspark_draft(seq, r.pending_token, asked, params.speculative_confidence);
-  } else {
-    draft_context.assign(seq.tokens().begin(), seq.tokens().end());
-    draft_context.push_back(r.pending_token);
-    draft = DSV41_TAKE(drafter.propose(draft_context, asked));
-  }
-  if (draft.tokens.empty()) return false;
-  if (!r.spec_rng) r.spec_rng.emplace(speculative::acceptance_seed(r.req.sampling.seed));
-  speculative::RoundTarget target;
-  target.tokens = seq.tokens();
-  target.room = room;
-  target.append_all = [&](std::span<const int32_t> ids) {
-    return session_append(*r.session, ids, /*all_logits=*/true);
-  };
-  target.rollback = [&](int64_t n) { seq.rollback(n); };
-  target.propose = [&draft](int32_t, int) { return Result<Draft>(draft); };
-  const speculative::RoundLimits limits{params.speculative_tokens, info.vocab_size,
-                                        info.eos_token_id};
-  const SpeculativeRound round =
-      speculative::run_round(target, *r.sampler, drafter, *r.spec_rng, limits, r.pending_token,
-                             std::max<int64_t>(left, 1), draft_context);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    stats.spec_draft_tokens_total += round.drafted;
-    stats.spec_accepted_tokens_total += round.accepted;
-  }
-  const int64_t n = static_cast<int64_t>(round.tokens.size());
-  for (int64_t i = 0; i < n; ++i) {
-    // Rows this round appended beyond what plain decoding holds once token i is out: the tokens
-    // after i but the last. A finish at i rolls them back, so the prefix cache gets the same
-    // entry as after plain decoding.
-    if (deliver(r, round.tokens[i], n - 1 - i)) return true;
-    r.pending_token = round.tokens[i];
-    std::lock_guard<std::mutex> lock(mu);
-    if (r.cancelled || stopping) return true;  // the run loop ends it; no further tokens
-  }
-  return true;
-}
-
-bool Engine::Impl::deliver(Request& r, int32_t id, int64_t surplus_rows) {
+bool Engine::Impl::deliver(EngineRequest& r, int32_t id, int64_t surplus_rows) {
   const int64_t n_prompt = static_cast<int64_t>(r.req.prompt.size());
   r.generated++;
   {
@@ -308,10 +121,10 @@ bool Engine::Impl::deliver(Request& r, int32_t id, int64_t surplus_rows) {
 }
 
 // Moves waiting requests into `running` while sequences and state budget allow.
-bool Engine::Impl::admit_locked(std::vector<std::unique_ptr<Request>>* failed) {
+bool Engine::Impl::admit_locked(std::vector<std::unique_ptr<EngineRequest>>* failed) {
   bool admitted = false;
   while (!waiting.empty() && static_cast<int>(running.size()) < params.max_sequences) {
-    Request& r = *waiting.front();
+    EngineRequest& r = *waiting.front();
     while (used_bytes() + r.reserved_bytes > params.kv_bytes && cache.evict_one()) {
     }
     if (used_bytes() + r.reserved_bytes > params.kv_bytes) break;  // wait for a running one
@@ -360,9 +173,9 @@ bool Engine::Impl::admit_locked(std::vector<std::unique_ptr<Request>>* failed) {
 
 void Engine::Impl::run() {
   for (;;) {
-    std::vector<std::unique_ptr<Request>> dropped;  // cancelled while waiting
-    std::vector<std::unique_ptr<Request>> failed;   // no state could be made for them
-    std::vector<Request*> batch;
+    std::vector<std::unique_ptr<EngineRequest>> dropped;  // cancelled while waiting
+    std::vector<std::unique_ptr<EngineRequest>> failed;   // no state could be made for them
+    std::vector<EngineRequest*> batch;
     {
       std::unique_lock<std::mutex> lock(mu);
       cv.wait(lock, [&] { return stopping || !running.empty() || !waiting.empty(); });
@@ -382,7 +195,7 @@ void Engine::Impl::run() {
       finish(*r, FinishReason::kNone, Status(ErrorCode::kCancelled, "request cancelled"));
     for (auto& r : failed) finish(*r, FinishReason::kNone, r->admit_error);
     int64_t budget = params.max_batched_tokens;
-    for (Request* r : batch) {
+    for (EngineRequest* r : batch) {
       bool cancelled;
       {
         std::lock_guard<std::mutex> lock(mu);
@@ -396,13 +209,13 @@ void Engine::Impl::run() {
       if (!st.is_ok() && !r->finished) finish(*r, FinishReason::kNone, st);
     }
     std::lock_guard<std::mutex> lock(mu);
-    running.remove_if([](const std::unique_ptr<Request>& r) { return r->finished; });
+    running.remove_if([](const std::unique_ptr<EngineRequest>& r) { return r->finished; });
     stats.running = static_cast<int64_t>(running.size());
     stats.waiting = static_cast<int64_t>(waiting.size());
   }
   // Shutdown: every request still known ends with kAborted.
   std::unique_lock<std::mutex> lock(mu);
-  std::vector<std::unique_ptr<Request>> left;
+  std::vector<std::unique_ptr<EngineRequest>> left;
   for (auto& r : running) left.push_back(std::move(r));
   for (auto& r : waiting) left.push_back(std::move(r));
   running.clear();
@@ -463,7 +276,7 @@ Result<RequestId> Engine::submit(GenerationRequest request, EventCallback on_eve
                   "prompt of " + std::to_string(request.prompt.size()) +
                       " tokens leaves no room to generate within the maximum context of " +
                       std::to_string(e.max_context) + " tokens");
-  auto r = std::make_unique<Request>();
+  auto r = std::make_unique<EngineRequest>();
   Status st = detail::capture_status([&] {
     auto sampler = Sampler::create(request.sampling, info.vocab_size);
     if (!sampler.is_ok())
@@ -505,7 +318,7 @@ Result<RequestId> Engine::submit(GenerationRequest request, EventCallback on_eve
 Status Engine::cancel(RequestId id) {
   Impl& e = *impl_;
   std::lock_guard<std::mutex> lock(e.mu);
-  auto mark = [&](Request& r) {
+  auto mark = [&](EngineRequest& r) {
     if (r.id != id || r.cancelled) return false;
     r.cancelled = true;  // the scheduler thread ends it (callbacks run there only)
     e.cv.notify_one();
