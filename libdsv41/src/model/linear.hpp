@@ -60,6 +60,11 @@ class Linear {
   int64_t scale_row_bytes() const;      // ceil(in/32) (FP8), in/32 (FP4), 0 (BF16/F32)
   int64_t block_rows() const { return block_rows_; }
   int64_t block_cols() const { return block_cols_; }
+  // Where the view starts in the stored tensor (0, 0 unless this is a slice); with
+  // weight_bytes() / weight_row_bytes() (and scale_bytes() / scale_row_bytes()) the strided
+  // address of any view element, for backends that copy a slice's rows.
+  int64_t row_offset() const { return row0_; }
+  int64_t col_offset() const { return col0_; }
 
  private:
   WeightFormat format_ = WeightFormat::kF32;

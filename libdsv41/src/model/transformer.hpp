@@ -71,6 +71,9 @@ class Transformer {
   const Checkpoint& checkpoint() const { return *ck_; }
   const ModelWeights& weights() const { return *w_; }
   const ShardPlan& plan() const { return w_->plan; }
+  // The communicator given to load() (null at world 1): the CUDA forward of a tensor-parallel
+  // rank runs its collectives over it too.
+  parallel::TpComm* comm() const { return comm_; }
   const engram::NgramHasher* hasher() const { return hasher_.get(); }
   // The EXL3 banks in use, nullptr for a release checkpoint.
   const exl3::ExpertBank* expert_bank() const { return bank_.get(); }

@@ -11,6 +11,7 @@
 #include "backend/cuda/forward/device_engram.hpp"
 #include "backend/cuda/forward/device_linear.hpp"
 #include "backend/cuda/forward/device_moe.hpp"
+#include "backend/cuda/forward/device_tp.hpp"
 #include "backend/cuda/forward/forward_workspace.hpp"
 #include "backend/cuda/forward/launch_check.hpp"
 #include "backend/cuda/forward/step_profile.hpp"
@@ -57,9 +58,10 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
   const auto t0 = std::chrono::steady_clock::now();
   const ModelConfig& cfg = cpu.config();
   const TextConfig& t = cfg.text;
-  DSV41_CHECK(!cpu.plan().sharded(), kUnsupported,
-              "CUDA forward: a tensor-parallel rank (world {}) runs on the CPU backend for now",
-              cpu.plan().world);
+  const ShardPlan& plan = cpu.plan();
+  DSV41_CHECK(!plan.sharded() || cpu.comm() != nullptr, kInvalidArgument,
+              "CUDA forward: the model is a tensor-parallel shard ({}) without a communicator",
+              plan.describe());
   DSV41_CHECK(opts.max_context <= t.max_position_embeddings, kInvalidArgument,
               "CudaForwardOptions.max_context = {} exceeds max_position_embeddings {}",
               opts.max_context, t.max_position_embeddings);
@@ -81,6 +83,7 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
   for (size_t i = 0; i < t.engram_layer_ids.size(); ++i)
     m->engram_slot_[t.engram_layer_ids[i]] = static_cast<int>(i);
   uint64_t weight_bytes = m->embed_.bytes() + m->norm_.bytes() + m->head_->bytes();
+  int64_t local_experts = 0;
   for (int l = 0; l < t.num_hidden_layers; ++l) {
     const LayerWeights& lw = w.layers[l];
     auto d = std::make_unique<Layer>();
@@ -105,15 +108,23 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
     if (d->engram) d->engram->set_prefill_x(opts.prefill_x);
     weight_bytes += d->device_bytes();
     m->report_.routed_bytes += d->ffn.expert_bytes() * d->ffn.n_experts();
+    local_experts += d->ffn.n_experts();
     m->report_.exl3_experts += d->ffn.exl3_experts();
     m->layers_.push_back(std::move(d));
   }
   // The mean routed expert over all layers (EXL3 experts differ by K).
-  m->report_.expert_bytes = m->report_.routed_bytes /
-                            std::max<uint64_t>(1, uint64_t{1} * t.num_hidden_layers *
-                                                      static_cast<uint64_t>(t.n_routed_experts));
+  m->report_.expert_bytes =
+      m->report_.routed_bytes / std::max<uint64_t>(1, static_cast<uint64_t>(local_experts));
   m->ws_ = std::make_unique<ForwardWorkspace>(cfg, opts.max_chunk, opts.max_context);
   const size_t C = static_cast<size_t>(opts.max_chunk);
+  if (plan.sharded()) {
+    const int64_t Vp = plan.vocab_per_rank, W = plan.world;
+    m->tp_ = std::make_unique<DeviceTp>(
+        *cpu.comm(), std::max<int64_t>(static_cast<int64_t>(C) * t.hidden_size, W * C * Vp));
+    m->head_local_ = DeviceBuffer(C * Vp * 4);
+    DSV41_CUDA_CHECK(cudaMemset(m->head_local_.data(), 0, m->head_local_.bytes()));
+    m->head_gather_ = DeviceBuffer(W * C * Vp * 4);
+  }
   m->stage_ids_ = std::make_unique<PinnedBuffer>(C * 4);
   m->stage_flags_ = std::make_unique<PinnedBuffer>(C);
   m->stage_hash_ = std::make_unique<PinnedBuffer>(m->ws_->hash_ids.bytes());
@@ -124,7 +135,8 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   m->report_.weight_bytes = weight_bytes;
-  m->report_.workspace_bytes = m->ws_->device_bytes() + m->gemv_scratch_.bytes();
+  m->report_.workspace_bytes = m->ws_->device_bytes() + m->gemv_scratch_.bytes() +
+                               m->head_local_.bytes() + m->head_gather_.bytes();
   m->report_.device_used_bytes = total_b - free_b;
   m->report_.host_peak_rss_bytes = static_cast<uint64_t>(ru.ru_maxrss) * 1024;
   m->report_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -246,6 +258,39 @@ std::vector<std::pair<std::string, double>> CudaTransformer::profile(
   return p.totals();
 }
 
+namespace {
+
+// "layer 3 attention": the site named in a failed all-reduce.
+std::string reduce_site(int layer, const char* site) {
+  return "layer " + std::to_string(layer) + " " + site;
+}
+
+}  // namespace
+
+// Vocabulary shards (docs/tp.md): this rank's head rows give logits [rows, vocab_r] padded to
+// vocab_per_rank columns (zeros); the all-gather stacks the ranks' [rows, Vp] blocks in rank
+// order and each block's first vocab_q columns land at columns [vocab_q.begin, ...) of
+// ws.logits [rows, V].
+void CudaTransformer::gather_logits(const float* x, int64_t rows) const {
+  const ShardPlan& sp = cpu_->plan();
+  const int64_t V = cpu_->config().text.vocab_size, Vp = sp.vocab_per_rank, Vl = sp.vocab.size();
+  cudaStream_t s = stream_->get();
+  float* logits = ws_->logits.as<float>();
+  // The local product goes through ws.logits (>= rows x Vl floats) into the padded rows.
+  head_->gemv(x, rows, logits, s);
+  check_launch(cudaMemcpy2DAsync(head_local_.data(), Vp * 4, logits, Vl * 4, Vl * 4, rows,
+                                 cudaMemcpyDeviceToDevice, s),
+               -1, "head logits padding");
+  float* all = head_gather_.as<float>();
+  tp_->all_gather(head_local_.as<float>(), rows * Vp, all, s, "head");
+  for (int q = 0; q < sp.world; ++q) {
+    const ShardRange vr = ShardPlan::split(V, q, sp.world);
+    check_launch(cudaMemcpy2DAsync(logits + vr.begin, V * 4, all + q * rows * Vp, Vp * 4,
+                                   vr.size() * 4, rows, cudaMemcpyDeviceToDevice, s),
+                 -1, "head logits gather");
+  }
+}
+
 void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> ids,
                                 std::span<const uint8_t> flags, int64_t head_rows) const {
   const TextConfig& t = cpu_->config().text;
@@ -320,6 +365,7 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
                  l, "hc_site attn (mixes, collapse, attn_norm)");
     profile_mark(profile_, "mhc+norm", s);
     L.attn.forward(xn, T, pos0, seq, ws, y, s, profile_);
+    if (tp_) tp_->all_reduce_sum(y, T * D, s, reduce_site(l, "attention").c_str());
     profile_mark(profile_, "attn out proj", s);
     check_launch(kernels::hc_expand(y, H, post_a, comb_a, Hmid, T, hc, D, s), l, "hc_expand attn");
     // FFN site: collapse with the attention site's pre.
@@ -330,6 +376,7 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
                  l, "hc_site ffn (mixes, collapse, ffn_norm)");
     profile_mark(profile_, "mhc+norm", s);
     L.ffn.forward(xn, T, dflags, ws, y, s, profile_);
+    if (tp_) tp_->all_reduce_sum(y, T * D, s, reduce_site(l, "ffn").c_str());
     profile_mark(profile_, "moe combine", s);
     check_launch(kernels::hc_expand(y, Hmid, post_f, comb_f, H, T, hc, D, s), l, "hc_expand ffn");
     pre = pre_f;
@@ -341,7 +388,11 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
     check_launch(kernels::hc_collapse(H + r0 * hc * D, pre + r0 * hc, x, head_rows, hc, D, s), -1,
                  "hc_collapse head");
     check_launch(kernels::rms_norm(x, norm_.as<float>(), x, head_rows, D, eps, s), -1, "norm");
-    head_->gemv(x, head_rows, ws.logits.as<float>(), s);
+    if (tp_) {
+      gather_logits(x, head_rows);
+    } else {
+      head_->gemv(x, head_rows, ws.logits.as<float>(), s);
+    }
   }
   profile_mark(profile_, "head", s);
   seq.advance(T);

@@ -6,10 +6,13 @@
 // host sync (the logits copy) per call. Calls of any length are cut into chunks of at most
 // max_chunk tokens (chunked prefill gives the same numbers as one-shot prefill, §2).
 //
-// Scope now: world 1, release FP8/FP4 checkpoints (EXL3 banks and TP shards throw
-// kUnsupported at upload). Not thread-safe: one workspace and one stream serve every sequence
-// (the runtime's CUDA backend serialises calls). Numbers: tests/kernel/test_model_forward.cpp
-// (logits vs the CPU backend, greedy continuation), docs/cuda_forward.md.
+// A tensor-parallel rank (the CPU Transformer loaded with a TpComm of world 2) uploads only its
+// shard and all-reduces the attention and FFN outputs and all-gathers the logits over that
+// communicator (DeviceTp: host-staged, so such steps are not graph-capturable; docs/tp.md "CUDA
+// backend"); every rank must make the same calls. Not thread-safe: one workspace and one stream
+// serve every sequence (the runtime's CUDA backend serialises calls). Numbers:
+// tests/kernel/test_model_forward.cpp (logits vs the CPU backend, greedy continuation),
+// docs/cuda_forward.md.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -111,8 +114,12 @@ class CudaTransformer {
   void check_call(const DeviceSequence& seq, std::span<const int32_t> ids,
                   std::span<const uint8_t> image_flags) const;
   // head_rows: the last head_rows rows of the chunk get logits (0..T), at ws.logits row 0.
+  // Under tensor parallelism head_rows must be the same on every rank (it sizes the gather).
   void run_chunk(DeviceSequence& seq, std::span<const int32_t> ids, std::span<const uint8_t> flags,
                  int64_t head_rows) const;
+  // Tensor parallelism: logits of x [rows, hidden] (normed) over every rank's vocabulary shard
+  // into ws.logits [rows, vocab].
+  void gather_logits(const float* x, int64_t rows) const;
 
   const Transformer* cpu_ = nullptr;
   CudaForwardOptions opts_;
@@ -128,6 +135,10 @@ class CudaTransformer {
   std::vector<std::unique_ptr<Layer>> layers_;
   DeviceBuffer embed_, norm_;
   std::unique_ptr<class DeviceLinear> head_;
+  // Tensor parallelism (null at world 1): the collectives, this rank's head rows' logits [C,
+  // vocab_per_rank] (padding columns zero) and the all-gathered [world, C, vocab_per_rank].
+  std::unique_ptr<class DeviceTp> tp_;
+  DeviceBuffer head_local_, head_gather_;
   std::vector<int> engram_slot_;
   mutable class StepProfile* profile_ = nullptr;  // set only inside profile()
 };

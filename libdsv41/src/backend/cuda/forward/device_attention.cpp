@@ -37,15 +37,13 @@ DeviceAttention DeviceAttention::upload(const AttentionLayer& a) {
   DeviceAttention d;
   d.role_ = a.role();
   const int l = d.role_.layer;
-  DSV41_CHECK(!a.sharded(), kUnsupported,
-              "layer {}: the CUDA backend runs unsharded attention only (tensor parallelism is on "
-              "the CPU backend)",
-              l);
+  // A tensor-parallel rank runs its own heads and output groups (wq_b rows, sink, wo_a rows and
+  // wo_b columns are the CPU layer's slices); `out` is then its partial sum (docs/tp.md).
   d.heads_ = a.local_heads();
   d.head_dim_ = a.head_dim();
   d.rope_dim_ = a.rope_dim();
   d.q_lora_ = a.q_lora();
-  d.o_groups_ = a.o_groups();
+  d.o_groups_ = a.local_groups();
   d.o_lora_ = a.o_lora();
   d.window_ = a.window();
   d.index_topk_ = a.index_topk();

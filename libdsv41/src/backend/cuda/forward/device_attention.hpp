@@ -23,8 +23,9 @@ namespace dsv41::cuda {
 
 class DeviceAttention {
  public:
-  // Throws kUnsupported for a tensor-parallel shard (the CUDA backend runs world 1 for now)
-  // and kInvalidArgument for shapes the kernels reject (o_lora_rank not a multiple of 32).
+  // A tensor-parallel layer (AttentionLayer::sharded) keeps its local heads and output groups;
+  // forward() then writes this rank's partial sum. kInvalidArgument for shapes the kernels
+  // reject (o_lora_rank not a multiple of 32).
   static DeviceAttention upload(const AttentionLayer& a);
 
   // xn [T, hidden] (attn_norm output, device) -> out [T, hidden]; 1 <= T <= ws.max_chunk.
@@ -50,7 +51,8 @@ class DeviceAttention {
               ForwardWorkspace& ws, cudaStream_t stream) const;
 
   LayerRole role_;
-  int heads_ = 0, head_dim_ = 0, rope_dim_ = 0, q_lora_ = 0, o_groups_ = 0, o_lora_ = 0;
+  int heads_ = 0, head_dim_ = 0, rope_dim_ = 0, q_lora_ = 0, o_lora_ = 0;
+  int o_groups_ = 0;  // the output groups this rank holds (all of them at world 1)
   int window_ = 0, index_topk_ = 0, cand_blocks_ = 0, cand_block_size_ = 0, candidate_layer_ = -1;
   bool has_compressor_ = false, has_indexer_ = false, owns_keys_ = false, uses_candidates_ = false;
   float eps_ = 0, c_eps_ = 0, i_eps_ = 0;

@@ -34,18 +34,21 @@ std::vector<uint16_t> sign_scale_f16(const exl3::SignScale& s) {
 
 }  // namespace
 
-DeviceExl3Experts DeviceExl3Experts::upload(const exl3::ExpertBank& bank, int layer, int n_experts,
-                                            int64_t hidden, int64_t inter) {
+DeviceExl3Experts DeviceExl3Experts::upload(const exl3::ExpertBank& bank, int layer,
+                                            int expert_begin, int expert_end, int64_t hidden,
+                                            int64_t inter) {
   using exl3::ExpertProj;
   DeviceExl3Experts d;
+  const int n_experts = expert_end - expert_begin;
+  d.first_ = expert_begin;
   d.n_experts_ = n_experts;
   d.hidden_p_ = exl3::pad128(hidden);
   d.inter_p_ = exl3::pad128(inter);
   d.present_.assign(static_cast<size_t>(n_experts), false);
   std::array<std::vector<kernels::Exl3MoeMatrix>, 3> records;
   for (auto& r : records) r.assign(static_cast<size_t>(n_experts), {});
-  for (int e = 0; e < n_experts; ++e) {
-    const exl3::BankExpert* be = bank.find(layer, e);
+  for (int e = 0; e < n_experts; ++e) {  // local index e = expert expert_begin + e
+    const exl3::BankExpert* be = bank.find(layer, expert_begin + e);
     if (be == nullptr) continue;
     // Layout of the expert's allocation: per projection trellis, suh, svh (256-byte aligned).
     std::array<size_t, 9> off{};

@@ -18,17 +18,22 @@ namespace dsv41::cuda {
 class DeviceExl3Experts {
  public:
   DeviceExl3Experts() = default;
-  // Experts e < n_experts of `layer` that the bank supplies (bank.find). hidden / inter: the
-  // model's dims; every bank matrix must be (pad128(in), pad128(out)) of its projection (spec
-  // §2.1), else kCorruptFile naming the tensor. Throws kUnsupported naming the tensor for what
-  // the kernel does not run: a codebook other than MUL1, K outside 2..5, a bias.
-  static DeviceExl3Experts upload(const exl3::ExpertBank& bank, int layer, int n_experts,
-                                  int64_t hidden, int64_t inter);
+  // Experts [expert_begin, expert_end) of `layer` (a tensor-parallel rank's range; all of them
+  // at world 1) that the bank supplies (bank.find), indexed from expert_begin in the tables.
+  // hidden / inter: the model's dims; every bank matrix must be (pad128(in), pad128(out)) of its
+  // projection (spec §2.1), else kCorruptFile naming the tensor. Throws kUnsupported naming the
+  // tensor for what the kernel does not run: a codebook other than MUL1, K outside 2..5, a bias.
+  static DeviceExl3Experts upload(const exl3::ExpertBank& bank, int layer, int expert_begin,
+                                  int expert_end, int64_t hidden, int64_t inter);
 
   bool empty() const { return count_ == 0; }
   int count() const { return count_; }
-  bool has(int expert) const { return expert >= 0 && expert < n_experts_ && present_[expert]; }
-  // Device array [n_experts] of `const Exl3MoeMatrix*` (cast to the descriptor tables' type).
+  // Whether model expert `expert` (not the local index) is in the bank.
+  bool has(int expert) const {
+    return expert >= first_ && expert < first_ + n_experts_ && present_[expert - first_];
+  }
+  // Device array [expert_end - expert_begin] (local index) of `const Exl3MoeMatrix*` (cast to the
+  // descriptor tables' type).
   const uint8_t* const* table(exl3::ExpertProj p) const {
     return tables_[static_cast<int>(p)].as<const uint8_t* const>();
   }
@@ -40,7 +45,7 @@ class DeviceExl3Experts {
   uint64_t expert_bytes_total() const { return expert_bytes_; }
 
  private:
-  int n_experts_ = 0, count_ = 0, max_k_ = 0;
+  int first_ = 0, n_experts_ = 0, count_ = 0, max_k_ = 0;
   int64_t hidden_p_ = 0, inter_p_ = 0;
   std::vector<bool> present_;
   std::vector<DeviceBuffer> experts_;    // one allocation per bank expert

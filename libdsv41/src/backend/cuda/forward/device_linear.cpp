@@ -11,11 +11,45 @@
 
 namespace dsv41::cuda {
 
+namespace {
+
+// Bits per stored element of a format.
+int64_t element_bits(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::kF32:
+      return 32;
+    case WeightFormat::kBF16:
+      return 16;
+    case WeightFormat::kFp8Block:
+      return 8;
+    case WeightFormat::kFp4Row:
+      return 4;
+  }
+  return 0;
+}
+
+// A slice whose first row and column sit on the stored scale grid keeps its stored values and
+// scales exactly (the tensor-parallel shards at the released dims: head/group/expert-width
+// boundaries are multiples of 32). FP4 scales are per row, so only the column must align.
+bool on_scale_grid(const Linear& l) {
+  switch (l.format()) {
+    case WeightFormat::kFp8Block:
+      return l.row_offset() % l.block_rows() == 0 && l.col_offset() % l.block_cols() == 0;
+    case WeightFormat::kFp4Row:
+      return l.col_offset() % l.block_cols() == 0;
+    default:
+      return true;
+  }
+}
+
+// Views off the scale grid (tiny test models split inside a 32-wide block) go up as their exact
+// fp32 dequantisation; a larger one would quadruple its bytes, so it is refused.
+constexpr int64_t kMaxDequantisedSliceBytes = int64_t{256} << 20;
+
+}  // namespace
+
 DeviceLinear DeviceLinear::upload(const Linear& l, const std::string& what) {
   DSV41_CHECK(l.bound(), kInvalidArgument, "{}: unbound weight", what);
-  DSV41_CHECK(l.contiguous(), kUnsupported,
-              "{}: a column-sliced (tensor-parallel) weight cannot be uploaded to the CUDA backend",
-              what);
   const int64_t in = l.in_features();
   const int64_t align = l.format() == WeightFormat::kFp8Block ? 16
                         : l.format() == WeightFormat::kFp4Row ? 32
@@ -23,20 +57,39 @@ DeviceLinear DeviceLinear::upload(const Linear& l, const std::string& what) {
   DSV41_CHECK(in % align == 0, kInvalidArgument,
               "{}: input width {} is not a multiple of {} (the CUDA GEMV of this format)", what, in,
               align);
+  if (!on_scale_grid(l)) {
+    const int64_t out = l.out_features();
+    DSV41_CHECK(out * in * 4 <= kMaxDequantisedSliceBytes, kUnsupported,
+                "{}: a tensor-parallel slice at row {} / column {} is off the 32-wide scale grid "
+                "and too large ({} x {}) to upload dequantised",
+                what, l.row_offset(), l.col_offset(), out, in);
+    std::vector<float> w(static_cast<size_t>(out * in));
+    for (int64_t r = 0; r < out; ++r) l.dequantize_row(r, w.data() + r * in);
+    return from_f32(w, out, in, what);
+  }
   DeviceLinear d;
   d.format_ = l.format();
   d.out_ = l.out_features();
   d.in_ = in;
   d.block_rows_ = l.block_rows();
-  d.scale_row_bytes_ = l.scale_row_bytes();
   d.name_ = what;
-  const size_t wbytes = static_cast<size_t>(d.out_ * l.weight_row_bytes());
-  d.w_ = DeviceBuffer(wbytes);
-  d.w_.upload(l.weight_bytes(), wbytes);
+  // Rows of the view are strided runs of the mapped file (the whole stored row when the view is
+  // not a column slice): one 2-D copy from the mapping, no host staging.
+  const int64_t bits = element_bits(l.format());
+  const size_t width = static_cast<size_t>(in * bits / 8);
+  d.w_ = DeviceBuffer(width * static_cast<size_t>(d.out_));
+  DSV41_CUDA_CHECK(cudaMemcpy2D(d.w_.data(), width, l.weight_bytes() + l.col_offset() * bits / 8,
+                                static_cast<size_t>(l.weight_row_bytes()), width,
+                                static_cast<size_t>(d.out_), cudaMemcpyHostToDevice));
   if (l.scale_bytes() != nullptr) {
-    const size_t sbytes = static_cast<size_t>(l.scale_rows() * l.scale_row_bytes());
-    d.scale_ = DeviceBuffer(sbytes);
-    d.scale_.upload(l.scale_bytes(), sbytes);
+    const int64_t bc = l.block_cols();
+    d.scale_row_bytes_ = l.format() == WeightFormat::kFp8Block ? (in + bc - 1) / bc : in / bc;
+    const size_t sw = static_cast<size_t>(d.scale_row_bytes_);
+    const size_t rows = static_cast<size_t>(l.scale_rows());
+    d.scale_ = DeviceBuffer(sw * rows);
+    DSV41_CUDA_CHECK(cudaMemcpy2D(d.scale_.data(), sw, l.scale_bytes() + l.col_offset() / bc,
+                                  static_cast<size_t>(l.scale_row_bytes()), sw, rows,
+                                  cudaMemcpyHostToDevice));
   }
   return d;
 }

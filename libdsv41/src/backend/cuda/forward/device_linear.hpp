@@ -20,10 +20,11 @@ namespace dsv41::cuda {
 class DeviceLinear {
  public:
   DeviceLinear() = default;
-  // Uploads the view `l`. Throws kUnsupported naming `what` for a column-sliced view
-  // (Linear::contiguous() false: tensor-parallel shards run on the CPU backend for now) and
-  // kInvalidArgument naming `what` for an unbound Linear or an input width the kernels reject
-  // (FP8 in % 16, FP4 in % 32, BF16/F32 in % 8).
+  // Uploads the view `l`, also a tensor-parallel slice (Linear::slice): one starting on the
+  // stored scale grid keeps its format (rows copied strided from the mapping); one off the grid
+  // (tiny models split inside a 32-wide block) goes up as its exact fp32 dequantisation
+  // (kUnsupported naming `what` above 256 MB). kInvalidArgument naming `what` for an unbound
+  // Linear or an input width the kernels reject (FP8 in % 16, FP4 in % 32, BF16/F32 in % 8).
   static DeviceLinear upload(const Linear& l, const std::string& what);
   // [a; b] as one weight [a.out + b.out, in] (the shared expert's w1 and w3: one GEMV launch at
   // decode). stackable(): same format and input width, contiguous, and for FP8 a.out on a 32-row

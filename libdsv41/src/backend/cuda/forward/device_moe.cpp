@@ -39,10 +39,14 @@ DeviceMoe DeviceMoe::upload(const MoeWeights& w, const MoeShape& s, int layer,
   d.layer_ = layer;
   d.shape_ = s;
   const std::string p = "layers." + std::to_string(layer) + ".ffn.";
-  DSV41_CHECK(w.expert_begin == 0 && w.expert_end == s.n_experts, kUnsupported,
-              "{}experts: the CUDA backend needs all {} routed experts on this rank (it holds [{}, "
-              "{}))",
-              p, s.n_experts, w.expert_begin, w.expert_end);
+  // A tensor-parallel rank holds routed experts [expert_begin, expert_end): routing runs over
+  // all of them (replicated gate), the permutation keeps the local ones, and y is this rank's
+  // partial sum (routed share + its slice of the shared expert, docs/tp.md).
+  DSV41_CHECK(0 <= w.expert_begin && w.expert_begin < w.expert_end && w.expert_end <= s.n_experts,
+              kInternal, "{}experts: rank range [{}, {}) outside [0, {})", p, w.expert_begin,
+              w.expert_end, s.n_experts);
+  d.expert_begin_ = w.expert_begin;
+  d.expert_end_ = w.expert_end;
   DSV41_CHECK(s.n_experts <= kernels::kMoeMaxExperts && s.top_k <= kernels::kMoeMaxTopK,
               kInvalidArgument, "{}: {} experts / top-{} exceed the CUDA MoE limits ({} / {})", p,
               s.n_experts, s.top_k, kernels::kMoeMaxExperts, kernels::kMoeMaxTopK);
@@ -50,14 +54,15 @@ DeviceMoe DeviceMoe::upload(const MoeWeights& w, const MoeShape& s, int layer,
   d.bias_ = upload_f32(w.bias);
   d.bias_vl_ = upload_f32(w.bias_vl.empty() ? w.bias : w.bias_vl);
   d.inter_ = s.inter;
-  for (int e = 0; e < s.n_experts && d.inter_ == 0; ++e)
+  for (int e = w.expert_begin; e < w.expert_end && d.inter_ == 0; ++e)
     if (w.experts.at(e).w1.bound()) d.inter_ = w.experts[e].w1.out_features();
   DSV41_CHECK(d.inter_ > 0, kInvalidArgument,
               "{}experts: MoeShape.inter is 0 and no FP4 expert gives the routed width", p);
   if (bank != nullptr)
-    d.exl3_ = DeviceExl3Experts::upload(*bank, layer, s.n_experts, s.dim, d.inter_);
-  std::vector<const uint8_t*> w1, s1, w2, s2, w3, s3;
-  for (int e = 0; e < s.n_experts; ++e) {
+    d.exl3_ =
+        DeviceExl3Experts::upload(*bank, layer, w.expert_begin, w.expert_end, s.dim, d.inter_);
+  std::vector<const uint8_t*> w1, s1, w2, s2, w3, s3;  // local index e - expert_begin
+  for (int e = w.expert_begin; e < w.expert_end; ++e) {
     if (d.exl3_.has(e)) {  // computed by the EXL3 tables: null here
       for (auto* v : {&w1, &s1, &w2, &s2, &w3, &s3}) v->push_back(nullptr);
       d.w1_.emplace_back();
@@ -121,6 +126,7 @@ uint64_t DeviceMoe::expert_bytes() const {
 void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, ForwardWorkspace& ws,
                         float* y, cudaStream_t s, StepProfile* prof) const {
   const int l = layer_, E = shape_.n_experts, k = shape_.top_k;
+  const int El = expert_end_ - expert_begin_;  // this rank's experts (E at world 1)
   const int64_t D = shape_.dim;
   DSV41_CHECK(T >= 1 && T <= ws.max_chunk, kInternal, "layer {}: chunk of {} tokens (max {})", l, T,
               ws.max_chunk);
@@ -141,11 +147,11 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
                                   nullptr, T, E, k, shape_.gate_temp, shape_.norm_topk_prob,
                                   shape_.routed_scaling_factor, s),
                l, "moe_route");
-  check_launch(
-      kernels::moe_permute(ids, rw, T, k, 0, E, counts, offsets, slot_token, slot_weight, inv, s),
-      l, "moe_permute");
+  check_launch(kernels::moe_permute(ids, rw, T, k, expert_begin_, expert_end_, counts, offsets,
+                                    slot_token, slot_weight, inv, s),
+               l, "moe_permute");
   profile_mark(prof, "moe gate+route", s);
-  const int32_t* n_slots = offsets + E;
+  const int32_t* n_slots = offsets + El;
   check_launch(kernels::moe_gather(xn, slot_token, n_slots, xs, T * k, D, s), l, "moe_gather");
   auto* dgu = ws.desc_gate_up.as<kernels::MoeGemvDesc>();
   auto* dd = ws.desc_down.as<kernels::MoeGemvDesc>();
@@ -156,7 +162,7 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   // tiles decoded to bf16; EXL3: each weight decoded once per 64 rows).
   const bool gemm = T > kernels::kMoeGemvMaxRows;
   const int tile = gemm ? kernels::kMoeGemmTileRows : kernels::kMoeGemvMaxRows;
-  const int64_t cap = kernels::moe_tile_capacity(T, k, E, tile);
+  const int64_t cap = kernels::moe_tile_capacity(T, k, El, tile);
   DSV41_CHECK(cap <= ws.desc_capacity && ws.slots <= 0x7FFFFFFF, kInternal,
               "layer {}: {} MoE descriptors exceed the {} of the workspace", l, cap,
               ws.desc_capacity);
@@ -176,14 +182,14 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   if (has_fp4_ && has_x) {  // both formats' tables in one launch
     const kernels::MoeTileSet all[6] = {fp4_sets[0], fp4_sets[1], fp4_sets[2],
                                         x_sets[0],   x_sets[1],   x_sets[2]};
-    check_launch(kernels::moe_expert_tile_sets(counts, offsets, E, all, 6, tile, cap, s), l,
+    check_launch(kernels::moe_expert_tile_sets(counts, offsets, El, all, 6, tile, cap, s), l,
                  "moe_expert_tile_sets");
   } else {
     if (has_fp4_)
-      check_launch(kernels::moe_expert_tile_sets(counts, offsets, E, fp4_sets, 3, tile, cap, s), l,
+      check_launch(kernels::moe_expert_tile_sets(counts, offsets, El, fp4_sets, 3, tile, cap, s), l,
                    "moe_expert_tile_sets (FP4)");
     if (has_x)
-      check_launch(kernels::moe_expert_tile_sets(counts, offsets, E, x_sets, 3, tile, cap, s), l,
+      check_launch(kernels::moe_expert_tile_sets(counts, offsets, El, x_sets, 3, tile, cap, s), l,
                    "moe_expert_tile_sets (EXL3)");
   }
   profile_mark(prof, "moe permute+descriptors", s);

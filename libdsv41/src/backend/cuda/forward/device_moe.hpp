@@ -23,9 +23,10 @@ namespace dsv41::cuda {
 
 class DeviceMoe {
  public:
-  // Experts the bank supplies for `layer` (bank may be null: a release checkpoint) upload as
-  // EXL3 (DeviceExl3Experts::upload's rules), the rest must be release FP4. Throws kUnsupported
-  // for a rank's expert shard or an expert in another format, naming the tensor.
+  // The routed experts this rank holds (MoeWeights expert_begin/end: all of them at world 1;
+  // forward() then writes the rank's partial sum). Experts the bank supplies for `layer` (bank
+  // may be null: a release checkpoint) upload as EXL3 (DeviceExl3Experts::upload's rules), the
+  // rest must be release FP4. Throws kUnsupported for an expert in another format, naming it.
   static DeviceMoe upload(const MoeWeights& w, const MoeShape& s, int layer,
                           const exl3::ExpertBank* bank = nullptr);
 
@@ -38,7 +39,8 @@ class DeviceMoe {
   // mean over the layer's experts (EXL3 experts differ by K).
   uint64_t expert_bytes() const;
   int exl3_experts() const { return exl3_.count(); }
-  int n_experts() const { return shape_.n_experts; }
+  // Routed experts held on this device (the rank's range).
+  int n_experts() const { return expert_end_ - expert_begin_; }
 
   // The GEMM input mode of the routed and shared expert projections at prefill; the router
   // gate stays fp32-faithful (its logits pick the experts).
@@ -50,6 +52,7 @@ class DeviceMoe {
  private:
   int layer_ = -1;
   MoeShape shape_;
+  int expert_begin_ = 0, expert_end_ = 0;  // this rank's routed experts
   int64_t inter_ = 0, shared_inter_ = 0;
   DeviceLinear gate_;
   DeviceBuffer bias_, bias_vl_;

@@ -1,0 +1,61 @@
+#include "backend/cuda/forward/device_tp.hpp"
+
+#include <fmt/format.h>
+
+#include <span>
+
+#include "backend/cuda/cuda_check.hpp"
+#include "core/check.hpp"
+
+namespace dsv41::cuda {
+namespace {
+
+[[noreturn]] void fail(const Status& s, const char* what) {
+  throw detail::Failure(s.code(), fmt::format("{}: {}", what, s.message()), __FILE__, __LINE__);
+}
+
+}  // namespace
+
+DeviceTp::DeviceTp(parallel::TpComm& comm, int64_t max_floats)
+    : comm_(&comm), max_floats_(max_floats) {
+  DSV41_CHECK(comm.world() >= 2, kInvalidArgument,
+              "DeviceTp: a communicator of world {} (the CUDA forward runs world 1 without one)",
+              comm.world());
+  DSV41_CHECK(max_floats > 0, kInvalidArgument, "DeviceTp: max_floats = {}", max_floats);
+  send_ = PinnedBuffer(static_cast<size_t>(max_floats) * 4);
+  recv_ = PinnedBuffer(static_cast<size_t>(max_floats) * 4);
+}
+
+void DeviceTp::all_reduce_sum(float* data, int64_t n, cudaStream_t stream, const char* what) {
+  DSV41_CHECK(n >= 0 && n <= max_floats_, kInternal, "{} all-reduce: {} floats, staging holds {}",
+              what, n, max_floats_);
+  if (n == 0) return;
+  // The previous call's upload from send_ is ordered before this download on the same stream.
+  DSV41_CUDA_CHECK(cudaMemcpyAsync(send_.data(), data, static_cast<size_t>(n) * 4,
+                                   cudaMemcpyDeviceToHost, stream));
+  DSV41_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const Status s = comm_->all_reduce_sum_f32(std::span<float>(send_.as<float>(), n));
+  if (!s.is_ok()) fail(s, what);
+  DSV41_CUDA_CHECK(cudaMemcpyAsync(data, send_.data(), static_cast<size_t>(n) * 4,
+                                   cudaMemcpyHostToDevice, stream));
+}
+
+void DeviceTp::all_gather(const float* mine, int64_t n, float* out, cudaStream_t stream,
+                          const char* what) {
+  const int64_t total = n * comm_->world();
+  DSV41_CHECK(n >= 0 && total <= max_floats_, kInternal,
+              "{} all-gather: {} x {} floats, staging holds {}", what, comm_->world(), n,
+              max_floats_);
+  if (n == 0) return;
+  DSV41_CUDA_CHECK(cudaMemcpyAsync(send_.data(), mine, static_cast<size_t>(n) * 4,
+                                   cudaMemcpyDeviceToHost, stream));
+  DSV41_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const Status s =
+      comm_->all_gather(std::as_bytes(std::span<const float>(send_.as<float>(), n)),
+                        std::as_writable_bytes(std::span<float>(recv_.as<float>(), total)));
+  if (!s.is_ok()) fail(s, what);
+  DSV41_CUDA_CHECK(cudaMemcpyAsync(out, recv_.data(), static_cast<size_t>(total) * 4,
+                                   cudaMemcpyHostToDevice, stream));
+}
+
+}  // namespace dsv41::cuda

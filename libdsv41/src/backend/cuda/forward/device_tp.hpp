@@ -1,0 +1,40 @@
+// DeviceTp: the tensor-parallel collectives of the CUDA forward (docs/tp.md "CUDA backend") on
+// device buffers, over any TpComm (TpTcp, TpNccl, the one-shot RDMA all-reduce). Each call
+// waits for the forward stream, copies the operand to pinned host memory, runs the TpComm
+// collective there and queues the result back on the stream: correct over every transport and
+// bit-identical on both ranks (TpComm sums in rank order), but a host sync per call, so a
+// tensor-parallel step cannot be captured into a CUDA graph. (A device-resident NCCL path
+// would remove the syncs; NCCL has not run yet, issue 8.)
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "backend/cuda/pinned_buffer.hpp"
+#include "parallel/tp_comm.hpp"
+
+namespace dsv41::cuda {
+
+class DeviceTp {
+ public:
+  // comm must outlive this and have world >= 2; max_floats: the largest operand (all-reduce
+  // [chunk, hidden], all-gather output [world, chunk, vocab_per_rank]).
+  DeviceTp(parallel::TpComm& comm, int64_t max_floats);
+
+  int rank() const { return comm_->rank(); }
+  int world() const { return comm_->world(); }
+
+  // data[0, n) (device) = the sum over ranks (TpComm::all_reduce_sum_f32), on `stream`. Throws
+  // detail::Failure with the TpComm status' code, naming `what` (e.g. "layer 3 attention").
+  void all_reduce_sum(float* data, int64_t n, cudaStream_t stream, const char* what);
+  // out[world · n] (device) = every rank's mine[n] (device) in rank order, on `stream`.
+  void all_gather(const float* mine, int64_t n, float* out, cudaStream_t stream, const char* what);
+
+ private:
+  parallel::TpComm* comm_;
+  int64_t max_floats_;
+  PinnedBuffer send_, recv_;
+};
+
+}  // namespace dsv41::cuda

@@ -1,0 +1,216 @@
+// The CUDA forward of a tensor-parallel rank (docs/tp.md "CUDA backend"): two ranks of tiny8 in
+// two threads on ONE GPU, each a CPU Transformer shard over TpTcp on loopback uploaded to its own
+// CudaTransformer, whose collectives (DeviceTp) stage through pinned host memory. This checks
+// the sharded device code (local heads/groups, expert range, shared-expert and vocabulary
+// slices, the all-reduces and the logits gather) on the lent single H200; two GPUs and NCCL are
+// issue 8.
+//
+// Expectations: both ranks hold bit-identical logits (the sum is formed in rank order on the
+// host); against the world-1 CUDA forward the difference is fp32 summation order only (partial
+// sums per rank), so the golden tiny8 bound (2e-3, tests/kernel/test_model_forward.cpp) with
+// equal argmax on every row, and the same 32 greedy tokens.
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "backend/cuda/forward/cuda_transformer.hpp"
+#include "backend/cuda/forward/device_linear.hpp"
+#include "golden/model/golden_case.hpp"
+#include "kernel_check.hpp"
+#include "model/attention/attention_layer.hpp"
+#include "model/transformer.hpp"
+#include "parallel/tp_tcp.hpp"
+#include "support/fixtures.hpp"
+#include "tp/tp_script.hpp"
+
+namespace dsv41::test {
+namespace {
+
+constexpr double kTpVsWorld1Tol = 2e-3;
+constexpr int kGreedySteps = 32;
+
+struct Run {
+  std::string name;
+  std::vector<int32_t> ids;
+  std::vector<int64_t> chunks;
+};
+
+struct RankOut {
+  std::string error;
+  std::string plan;
+  std::vector<float> logits;  // every run's logits, concatenated
+  std::vector<int32_t> greedy;
+  uint64_t weight_bytes = 0;
+};
+
+cuda::CudaForwardOptions options() {
+  cuda::CudaForwardOptions o;
+  o.max_chunk = 16;  // < the 37-token prompts: prefill is cut into device chunks
+  o.max_context = 1024;
+  return o;
+}
+
+RankOut run_model(const Transformer& cpu, const std::vector<Run>& runs,
+                  const std::vector<int32_t>& greedy_prompt) {
+  RankOut r;
+  std::unique_ptr<cuda::CudaTransformer> gpu = cuda::CudaTransformer::upload(cpu, options());
+  r.weight_bytes = gpu->load_report().weight_bytes;
+  r.plan = cpu.plan().describe();
+  for (const Run& run : runs) {
+    cuda::DeviceSequence seq = gpu->new_sequence();
+    size_t at = 0;
+    for (int64_t c : run.chunks) {
+      const std::vector<float> l =
+          gpu->forward(seq, std::span<const int32_t>(run.ids.data() + at, c));
+      r.logits.insert(r.logits.end(), l.begin(), l.end());
+      at += c;
+    }
+  }
+  // Greedy decode with last-row logits only (the head all-gathers one row per step).
+  const int64_t V = cpu.config().text.vocab_size;
+  cuda::DeviceSequence seq = gpu->new_sequence();
+  std::vector<float> l =
+      gpu->forward(seq, greedy_prompt, {}, cuda::CudaTransformer::LogitRows::kLast);
+  for (int i = 0; i < kGreedySteps; ++i) {
+    const int32_t best = argmax(l.data(), V);
+    r.greedy.push_back(best);
+    const int32_t one[1] = {best};
+    l = gpu->forward(seq, one, {}, cuda::CudaTransformer::LogitRows::kLast);
+  }
+  return r;
+}
+
+RankOut run_rank(const std::string& dir, int rank, uint16_t port, const std::vector<Run>& runs,
+                 const std::vector<int32_t>& greedy_prompt) {
+  RankOut r;
+  try {
+    Result<std::unique_ptr<parallel::TpComm>> comm =
+        parallel::connect_tp_tcp(tp_test::loopback_params(rank, port), tp_test::test_handshake());
+    if (!comm) {
+      r.error = comm.status().to_string();
+      return r;
+    }
+    std::unique_ptr<Transformer> m = Transformer::load(dir, 1, comm->get());
+    r = run_model(*m, runs, greedy_prompt);
+  } catch (const std::exception& e) {
+    r.error = fmt::format("rank {}: {}", rank, e.what());
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("cuda tp: tiny8 split over two ranks on one GPU gives the world-1 CUDA logits",
+          "[kernel][tp][model]") {
+  if (skip_without_gpu()) return;
+  GoldenCase g("tiny8");
+  const std::string dir = g.dir();
+  std::vector<Run> runs;
+  for (int p = 0; p < 3; ++p) {
+    const std::string n = "prompt" + std::to_string(p);
+    std::vector<int32_t> ids = g.i32(n + ".input_ids");
+    const auto len = static_cast<int64_t>(ids.size());
+    runs.push_back({n, std::move(ids), {len}});
+  }
+  const std::vector<int32_t> p1 = g.i32("prompt1.input_ids");
+  runs.push_back({"chunked 7/13/17", p1, {7, 13, 17}});
+  const std::vector<int32_t> dec = g.i32("decode.input_ids");
+  std::vector<int64_t> steps{static_cast<int64_t>(p1.size())};
+  steps.resize(1 + dec.size() - p1.size(), 1);
+  runs.push_back({"prefill + decode steps", dec, steps});
+
+  const Transformer& whole = g.model();
+  const RankOut want = run_model(whole, runs, p1);
+  const uint16_t port = tp_test::free_port();
+  RankOut r1;
+  std::thread t([&] { r1 = run_rank(dir, 1, port, runs, p1); });
+  RankOut r0 = run_rank(dir, 0, port, runs, p1);
+  t.join();
+  INFO(r0.error << " | " << r1.error);
+  REQUIRE(r0.error.empty());
+  REQUIRE(r1.error.empty());
+  std::printf("cuda tp tiny8: %s | %s; weights %.1f + %.1f KiB vs %.1f KiB at world 1\n",
+              r0.plan.c_str(), r1.plan.c_str(), r0.weight_bytes / 1024.0, r1.weight_bytes / 1024.0,
+              want.weight_bytes / 1024.0);
+  // Each rank holds its shard only (the replicated parts are smaller than the split ones).
+  REQUIRE(r0.weight_bytes < want.weight_bytes);
+  REQUIRE(r1.weight_bytes < want.weight_bytes);
+  REQUIRE(r0.logits.size() == want.logits.size());
+  REQUIRE(r1.logits.size() == want.logits.size());
+  REQUIRE(std::memcmp(r0.logits.data(), r1.logits.data(), want.logits.size() * 4) == 0);
+  const int64_t V = whole.config().text.vocab_size;
+  size_t at = 0;
+  for (const Run& run : runs) {
+    double worst = 0;
+    size_t where = 0;
+    for (size_t i = 0; i < run.ids.size() * V; ++i) {
+      const double d = std::fabs(double(r0.logits[at + i]) - want.logits[at + i]);
+      if (!(d <= worst)) {
+        worst = d;
+        where = i;
+      }
+    }
+    std::printf("cuda tp tiny8 %s: max |logits TP2 - TP1| %.3g at row %zu col %zu\n",
+                run.name.c_str(), worst, where / V, where % V);
+    INFO(run.name << ": max |TP2 - TP1| " << worst << " at row " << where / V << " col "
+                  << where % V << ", tolerance " << kTpVsWorld1Tol);
+    REQUIRE(worst <= kTpVsWorld1Tol);
+    for (size_t row = 0; row < run.ids.size(); ++row) {
+      INFO(run.name << ": argmax of row " << row);
+      REQUIRE(argmax(r0.logits.data() + at + row * V, V) ==
+              argmax(want.logits.data() + at + row * V, V));
+    }
+    at += run.ids.size() * V;
+  }
+  REQUIRE(r0.greedy == r1.greedy);
+  for (int i = 0; i < kGreedySteps; ++i) {
+    INFO("greedy step " << i << ": TP2 " << r0.greedy[i] << ", TP1 " << want.greedy[i]);
+    REQUIRE(r0.greedy[i] == want.greedy[i]);
+  }
+}
+
+TEST_CASE("cuda tp: DeviceLinear uploads on-grid and off-grid slices exactly", "[kernel][tp]") {
+  if (skip_without_gpu()) return;
+  std::unique_ptr<Transformer> m = Transformer::load(fixture("golden/tiny8"), 1);
+  const Linear& wo_b = m->weights().layers.at(0).attn.wo_b();  // FP8 [96, 96]
+  REQUIRE(wo_b.format() == WeightFormat::kFp8Block);
+  std::mt19937_64 rng(fresh_seed());
+  struct Case {
+    const char* what;
+    int64_t r0, r1, c0, c1;
+  };
+  // On the 32x32 scale grid: the FP8 bytes and scales go up as they are. Off it (a split inside
+  // a block): the exact fp32 dequantisation.
+  for (const Case& c : {Case{"on grid [32,96)x[32,96)", 32, 96, 32, 96},
+                        Case{"off grid [8,40)x[16,80)", 8, 40, 16, 80}}) {
+    const Linear v = wo_b.slice(c.r0, c.r1, c.c0, c.c1, c.what);
+    const cuda::DeviceLinear d = cuda::DeviceLinear::upload(v, c.what);
+    const int64_t rows = 3, out = v.out_features(), in = v.in_features();
+    const std::vector<float> x = random_normal(static_cast<size_t>(rows * in), rng);
+    std::vector<float> want(static_cast<size_t>(rows * out)), got(want.size());
+    v.forward(x.data(), rows, want.data(), nullptr);
+    cuda::DeviceBuffer dx(x.size() * 4), dy(got.size() * 4);
+    dx.upload(x.data(), x.size() * 4);
+    d.gemv(dx.as<float>(), rows, dy.as<float>(), nullptr);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    dy.download(got.data(), got.size() * 4);
+    // Same exact products, another fp32 summation order: |Σ| bound in · 2^-22 · Σ|w·x|.
+    std::vector<double> tol(want.size());
+    for (int64_t t = 0; t < rows; ++t)
+      for (int64_t o = 0; o < out; ++o) {
+        std::vector<float> row(static_cast<size_t>(in));
+        v.dequantize_row(o, row.data());
+        double mag = 0;
+        for (int64_t i = 0; i < in; ++i) mag += std::fabs(double(row[i]) * x[t * in + i]);
+        tol[t * out + o] = 1e-30 + mag * in * 0x1p-23;
+      }
+    require_match(c.what, got, want, tol, 1e-10);
+  }
+}
+
+}  // namespace dsv41::test
