@@ -11,6 +11,7 @@
 // equal argmax on every row, and the same 32 greedy tokens.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
@@ -48,17 +49,22 @@ struct RankOut {
   uint64_t weight_bytes = 0;
 };
 
-cuda::CudaForwardOptions options() {
+// max_chunk 16: every step on the GEMV paths (<= 16 rows), prompts cut into device chunks;
+// 64: the 37-token prompts in one step on the prefill GEMM paths (tile-64 expert descriptors).
+constexpr int kChunks[2] = {16, 64};
+
+cuda::CudaForwardOptions options(int max_chunk) {
   cuda::CudaForwardOptions o;
-  o.max_chunk = 16;  // < the 37-token prompts: prefill is cut into device chunks
+  o.max_chunk = max_chunk;
   o.max_context = 1024;
   return o;
 }
 
 RankOut run_model(const Transformer& cpu, const std::vector<Run>& runs,
-                  const std::vector<int32_t>& greedy_prompt) {
+                  const std::vector<int32_t>& greedy_prompt, int max_chunk) {
   RankOut r;
-  std::unique_ptr<cuda::CudaTransformer> gpu = cuda::CudaTransformer::upload(cpu, options());
+  std::unique_ptr<cuda::CudaTransformer> gpu =
+      cuda::CudaTransformer::upload(cpu, options(max_chunk));
   r.weight_bytes = gpu->load_report().weight_bytes;
   r.plan = cpu.plan().describe();
   for (const Run& run : runs) {
@@ -85,22 +91,24 @@ RankOut run_model(const Transformer& cpu, const std::vector<Run>& runs,
   return r;
 }
 
-RankOut run_rank(const std::string& dir, int rank, uint16_t port, const std::vector<Run>& runs,
-                 const std::vector<int32_t>& greedy_prompt) {
-  RankOut r;
+// One RankOut per kChunks entry; on failure the first carries the error.
+std::vector<RankOut> run_rank(const std::string& dir, int rank, uint16_t port,
+                              const std::vector<Run>& runs,
+                              const std::vector<int32_t>& greedy_prompt) {
+  std::vector<RankOut> out(2);
   try {
     Result<std::unique_ptr<parallel::TpComm>> comm =
         parallel::connect_tp_tcp(tp_test::loopback_params(rank, port), tp_test::test_handshake());
     if (!comm) {
-      r.error = comm.status().to_string();
-      return r;
+      out[0].error = comm.status().to_string();
+      return out;
     }
     std::unique_ptr<Transformer> m = Transformer::load(dir, 1, comm->get());
-    r = run_model(*m, runs, greedy_prompt);
+    for (int i = 0; i < 2; ++i) out[i] = run_model(*m, runs, greedy_prompt, kChunks[i]);
   } catch (const std::exception& e) {
-    r.error = fmt::format("rank {}: {}", rank, e.what());
+    out[0].error = fmt::format("rank {}: {}", rank, e.what());
   }
-  return r;
+  return out;
 }
 
 }  // namespace
@@ -125,72 +133,110 @@ TEST_CASE("cuda tp: tiny8 split over two ranks on one GPU gives the world-1 CUDA
   runs.push_back({"prefill + decode steps", dec, steps});
 
   const Transformer& whole = g.model();
-  const RankOut want = run_model(whole, runs, p1);
   const uint16_t port = tp_test::free_port();
-  RankOut r1;
+  std::vector<RankOut> r1;
   std::thread t([&] { r1 = run_rank(dir, 1, port, runs, p1); });
-  RankOut r0 = run_rank(dir, 0, port, runs, p1);
+  std::vector<RankOut> r0 = run_rank(dir, 0, port, runs, p1);
   t.join();
-  INFO(r0.error << " | " << r1.error);
-  REQUIRE(r0.error.empty());
-  REQUIRE(r1.error.empty());
-  std::printf("cuda tp tiny8: %s | %s; weights %.1f + %.1f KiB vs %.1f KiB at world 1\n",
-              r0.plan.c_str(), r1.plan.c_str(), r0.weight_bytes / 1024.0, r1.weight_bytes / 1024.0,
-              want.weight_bytes / 1024.0);
-  // Each rank holds its shard only (the replicated parts are smaller than the split ones).
-  REQUIRE(r0.weight_bytes < want.weight_bytes);
-  REQUIRE(r1.weight_bytes < want.weight_bytes);
-  REQUIRE(r0.logits.size() == want.logits.size());
-  REQUIRE(r1.logits.size() == want.logits.size());
-  REQUIRE(std::memcmp(r0.logits.data(), r1.logits.data(), want.logits.size() * 4) == 0);
+  INFO(r0[0].error << " | " << r1[0].error);
+  REQUIRE(r0[0].error.empty());
+  REQUIRE(r1[0].error.empty());
   const int64_t V = whole.config().text.vocab_size;
-  size_t at = 0;
-  for (const Run& run : runs) {
-    double worst = 0;
-    size_t where = 0;
-    for (size_t i = 0; i < run.ids.size() * V; ++i) {
-      const double d = std::fabs(double(r0.logits[at + i]) - want.logits[at + i]);
-      if (!(d <= worst)) {
-        worst = d;
-        where = i;
+  for (int c = 0; c < 2; ++c) {
+    const RankOut want = run_model(whole, runs, p1, kChunks[c]);
+    const RankOut& a = r0[c];
+    const RankOut& b = r1[c];
+    std::printf(
+        "cuda tp tiny8 max_chunk %d: %s | %s; weights %.1f + %.1f KiB vs %.1f KiB at "
+        "world 1\n",
+        kChunks[c], a.plan.c_str(), b.plan.c_str(), a.weight_bytes / 1024.0,
+        b.weight_bytes / 1024.0, want.weight_bytes / 1024.0);
+    INFO("max_chunk " << kChunks[c]);
+    // Each rank holds its shard only (the replicated parts are smaller than the split ones).
+    REQUIRE(a.weight_bytes < want.weight_bytes);
+    REQUIRE(b.weight_bytes < want.weight_bytes);
+    REQUIRE(a.logits.size() == want.logits.size());
+    REQUIRE(b.logits.size() == want.logits.size());
+    REQUIRE(std::memcmp(a.logits.data(), b.logits.data(), want.logits.size() * 4) == 0);
+    size_t at = 0;
+    for (const Run& run : runs) {
+      double worst = 0;
+      size_t where = 0;
+      for (size_t i = 0; i < run.ids.size() * V; ++i) {
+        const double d = std::fabs(double(a.logits[at + i]) - want.logits[at + i]);
+        if (!(d <= worst)) {
+          worst = d;
+          where = i;
+        }
       }
+      std::printf("cuda tp tiny8 max_chunk %d %s: max |logits TP2 - TP1| %.3g at row %zu col %zu\n",
+                  kChunks[c], run.name.c_str(), worst, where / V, where % V);
+      INFO(run.name << ": max |TP2 - TP1| " << worst << " at row " << where / V << " col "
+                    << where % V << ", tolerance " << kTpVsWorld1Tol);
+      REQUIRE(worst <= kTpVsWorld1Tol);
+      for (size_t row = 0; row < run.ids.size(); ++row) {
+        INFO(run.name << ": argmax of row " << row);
+        REQUIRE(argmax(a.logits.data() + at + row * V, V) ==
+                argmax(want.logits.data() + at + row * V, V));
+      }
+      at += run.ids.size() * V;
     }
-    std::printf("cuda tp tiny8 %s: max |logits TP2 - TP1| %.3g at row %zu col %zu\n",
-                run.name.c_str(), worst, where / V, where % V);
-    INFO(run.name << ": max |TP2 - TP1| " << worst << " at row " << where / V << " col "
-                  << where % V << ", tolerance " << kTpVsWorld1Tol);
-    REQUIRE(worst <= kTpVsWorld1Tol);
-    for (size_t row = 0; row < run.ids.size(); ++row) {
-      INFO(run.name << ": argmax of row " << row);
-      REQUIRE(argmax(r0.logits.data() + at + row * V, V) ==
-              argmax(want.logits.data() + at + row * V, V));
+    REQUIRE(a.greedy == b.greedy);
+    for (int i = 0; i < kGreedySteps; ++i) {
+      INFO("greedy step " << i << ": TP2 " << a.greedy[i] << ", TP1 " << want.greedy[i]);
+      REQUIRE(a.greedy[i] == want.greedy[i]);
     }
-    at += run.ids.size() * V;
-  }
-  REQUIRE(r0.greedy == r1.greedy);
-  for (int i = 0; i < kGreedySteps; ++i) {
-    INFO("greedy step " << i << ": TP2 " << r0.greedy[i] << ", TP1 " << want.greedy[i]);
-    REQUIRE(r0.greedy[i] == want.greedy[i]);
   }
 }
 
 TEST_CASE("cuda tp: DeviceLinear uploads on-grid and off-grid slices exactly", "[kernel][tp]") {
   if (skip_without_gpu()) return;
   std::unique_ptr<Transformer> m = Transformer::load(fixture("golden/tiny8"), 1);
-  const Linear& wo_b = m->weights().layers.at(0).attn.wo_b();  // FP8 [96, 96]
-  REQUIRE(wo_b.format() == WeightFormat::kFp8Block);
+  // wq_b of layer 0: FP8 [192, 64] with 6 x 2 block scales that differ (a wrong scale row or
+  // column offset changes the product).
+  const Linear& w = m->weights().layers.at(0).attn.wq_b();
+  REQUIRE(w.format() == WeightFormat::kFp8Block);
+  REQUIRE(w.out_features() == 192);
+  REQUIRE(w.in_features() == 64);
+  const int64_t sc = w.scale_row_bytes();
+  {
+    std::vector<uint8_t> sb(w.scale_bytes(), w.scale_bytes() + w.scale_rows() * sc);
+    std::sort(sb.begin(), sb.end());
+    INFO("distinct block scales of layers.0.attn.wq_b");
+    REQUIRE(std::unique(sb.begin(), sb.end()) - sb.begin() >= 2);
+  }
   std::mt19937_64 rng(fresh_seed());
   struct Case {
     const char* what;
     int64_t r0, r1, c0, c1;
+    bool on_grid;
   };
-  // On the 32x32 scale grid: the FP8 bytes and scales go up as they are. Off it (a split inside
-  // a block): the exact fp32 dequantisation.
-  for (const Case& c : {Case{"on grid [32,96)x[32,96)", 32, 96, 32, 96},
-                        Case{"off grid [8,40)x[16,80)", 8, 40, 16, 80}}) {
-    const Linear v = wo_b.slice(c.r0, c.r1, c.c0, c.c1, c.what);
+  // On the 32x32 scale grid: the FP8 bytes and scales go up as they are (checked byte for byte
+  // against the mapping). Off it (a split inside a block): the exact dequantisation.
+  for (const Case& c : {Case{"on grid [64,192)x[32,64)", 64, 192, 32, 64, true},
+                        Case{"off grid [8,40)x[16,48)", 8, 40, 16, 48, false}}) {
+    INFO(c.what);
+    const Linear v = w.slice(c.r0, c.r1, c.c0, c.c1, c.what);
     const cuda::DeviceLinear d = cuda::DeviceLinear::upload(v, c.what);
     const int64_t rows = 3, out = v.out_features(), in = v.in_features();
+    REQUIRE((d.format() == WeightFormat::kFp8Block) == c.on_grid);
+    if (c.on_grid) {
+      std::vector<uint8_t> wb(static_cast<size_t>(out * in));
+      const int64_t sr = (out + 31) / 32, sw = (in + 31) / 32;
+      std::vector<uint8_t> sb(static_cast<size_t>(sr * sw));
+      REQUIRE(cudaMemcpy(wb.data(), d.weight(), wb.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
+      REQUIRE(cudaMemcpy(sb.data(), d.scale(), sb.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
+      for (int64_t r = 0; r < out; ++r) {
+        INFO("weight row " << r);
+        REQUIRE(std::memcmp(wb.data() + r * in,
+                            w.weight_bytes() + (c.r0 + r) * w.weight_row_bytes() + c.c0, in) == 0);
+      }
+      for (int64_t r = 0; r < sr; ++r)
+        for (int64_t k = 0; k < sw; ++k) {
+          INFO("scale block " << r << ", " << k);
+          REQUIRE(sb[r * sw + k] == w.scale_bytes()[(c.r0 / 32 + r) * sc + c.c0 / 32 + k]);
+        }
+    }
     const std::vector<float> x = random_normal(static_cast<size_t>(rows * in), rng);
     std::vector<float> want(static_cast<size_t>(rows * out)), got(want.size());
     v.forward(x.data(), rows, want.data(), nullptr);
@@ -199,16 +245,17 @@ TEST_CASE("cuda tp: DeviceLinear uploads on-grid and off-grid slices exactly", "
     d.gemv(dx.as<float>(), rows, dy.as<float>(), nullptr);
     REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
     dy.download(got.data(), got.size() * 4);
-    // Same exact products, another fp32 summation order: |Σ| bound in · 2^-22 · Σ|w·x|.
+    // Same exact products, another fp32 summation order: bound in · 2^-23 · Σ|w·x|.
     std::vector<double> tol(want.size());
-    for (int64_t t = 0; t < rows; ++t)
-      for (int64_t o = 0; o < out; ++o) {
-        std::vector<float> row(static_cast<size_t>(in));
-        v.dequantize_row(o, row.data());
+    std::vector<float> row(static_cast<size_t>(in));
+    for (int64_t o = 0; o < out; ++o) {
+      v.dequantize_row(o, row.data());
+      for (int64_t t = 0; t < rows; ++t) {
         double mag = 0;
         for (int64_t i = 0; i < in; ++i) mag += std::fabs(double(row[i]) * x[t * in + i]);
         tol[t * out + o] = 1e-30 + mag * in * 0x1p-23;
       }
+    }
     require_match(c.what, got, want, tol, 1e-10);
   }
 }

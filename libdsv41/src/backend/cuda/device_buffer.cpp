@@ -48,6 +48,15 @@ void DeviceBuffer::upload_at(size_t offset, const void* src, size_t bytes) {
   settle();
 }
 
+void DeviceBuffer::upload_2d(const void* src, size_t src_pitch, size_t width, size_t rows) {
+  DSV41_CHECK(src_pitch >= width && (rows == 0 || width <= bytes_ / rows), kInvalidArgument,
+              "2-D upload of {} rows x {} bytes (source pitch {}) into a {}-byte device buffer",
+              rows, width, src_pitch, bytes_);
+  if (width == 0 || rows == 0) return;
+  DSV41_CUDA_CHECK(cudaMemcpy2D(ptr_, width, src, src_pitch, width, rows, cudaMemcpyHostToDevice));
+  settle();
+}
+
 void DeviceBuffer::download(void* dst, size_t bytes) const {
   DSV41_CHECK(bytes <= bytes_, kInvalidArgument,
               "download of {} bytes from a {}-byte device buffer", bytes, bytes_);

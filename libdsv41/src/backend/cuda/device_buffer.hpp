@@ -40,6 +40,11 @@ class DeviceBuffer {
   // Host -> device at byte `offset` (packing several tensors into one allocation); throws
   // Failure(kInvalidArgument) when [offset, offset + bytes) leaves the buffer. Same ordering.
   void upload_at(size_t offset, const void* src, size_t bytes);
+  // Host -> device of `rows` rows of `width` bytes, row r read at src + r · src_pitch, packed
+  // (pitch = width) from byte 0 (a strided slice of a mapped tensor); throws
+  // Failure(kInvalidArgument) when width · rows exceeds the buffer or src_pitch < width. Same
+  // ordering.
+  void upload_2d(const void* src, size_t src_pitch, size_t width, size_t rows);
   // Device -> host of the first `bytes`; same rules.
   void download(void* dst, size_t bytes) const;
   template <typename T>

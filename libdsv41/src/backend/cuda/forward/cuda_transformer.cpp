@@ -121,8 +121,7 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
     const int64_t Vp = plan.vocab_per_rank, W = plan.world;
     m->tp_ = std::make_unique<DeviceTp>(
         *cpu.comm(), std::max<int64_t>(static_cast<int64_t>(C) * t.hidden_size, W * C * Vp));
-    m->head_local_ = DeviceBuffer(C * Vp * 4);
-    DSV41_CUDA_CHECK(cudaMemset(m->head_local_.data(), 0, m->head_local_.bytes()));
+    m->head_local_ = DeviceBuffer(C * Vp * 4);  // padding columns are never read back
     m->head_gather_ = DeviceBuffer(W * C * Vp * 4);
   }
   m->stage_ids_ = std::make_unique<PinnedBuffer>(C * 4);
@@ -268,9 +267,9 @@ std::string reduce_site(int layer, const char* site) {
 }  // namespace
 
 // Vocabulary shards (docs/tp.md): this rank's head rows give logits [rows, vocab_r] padded to
-// vocab_per_rank columns (zeros); the all-gather stacks the ranks' [rows, Vp] blocks in rank
-// order and each block's first vocab_q columns land at columns [vocab_q.begin, ...) of
-// ws.logits [rows, V].
+// vocab_per_rank columns (the padding is sent but never copied out); the all-gather stacks the
+// ranks' [rows, Vp] blocks in rank order and each block's first vocab_q columns land at columns
+// [vocab_q.begin, ...) of ws.logits [rows, V].
 void CudaTransformer::gather_logits(const float* x, int64_t rows) const {
   const ShardPlan& sp = cpu_->plan();
   const int64_t V = cpu_->config().text.vocab_size, Vp = sp.vocab_per_rank, Vl = sp.vocab.size();

@@ -136,7 +136,7 @@ class CudaTransformer {
   DeviceBuffer embed_, norm_;
   std::unique_ptr<class DeviceLinear> head_;
   // Tensor parallelism (null at world 1): the collectives, this rank's head rows' logits [C,
-  // vocab_per_rank] (padding columns zero) and the all-gathered [world, C, vocab_per_rank].
+  // vocab_per_rank] (padding unused) and the all-gathered [world, C, vocab_per_rank].
   std::unique_ptr<class DeviceTp> tp_;
   DeviceBuffer head_local_, head_gather_;
   std::vector<int> engram_slot_;

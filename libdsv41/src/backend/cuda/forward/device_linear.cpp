@@ -51,13 +51,7 @@ constexpr int64_t kMaxDequantisedSliceBytes = int64_t{256} << 20;
 DeviceLinear DeviceLinear::upload(const Linear& l, const std::string& what) {
   DSV41_CHECK(l.bound(), kInvalidArgument, "{}: unbound weight", what);
   const int64_t in = l.in_features();
-  const int64_t align = l.format() == WeightFormat::kFp8Block ? 16
-                        : l.format() == WeightFormat::kFp4Row ? 32
-                                                              : 8;
-  DSV41_CHECK(in % align == 0, kInvalidArgument,
-              "{}: input width {} is not a multiple of {} (the CUDA GEMV of this format)", what, in,
-              align);
-  if (!on_scale_grid(l)) {
+  if (!on_scale_grid(l)) {  // from_f32 checks the dense GEMV's width rule
     const int64_t out = l.out_features();
     DSV41_CHECK(out * in * 4 <= kMaxDequantisedSliceBytes, kUnsupported,
                 "{}: a tensor-parallel slice at row {} / column {} is off the 32-wide scale grid "
@@ -67,6 +61,12 @@ DeviceLinear DeviceLinear::upload(const Linear& l, const std::string& what) {
     for (int64_t r = 0; r < out; ++r) l.dequantize_row(r, w.data() + r * in);
     return from_f32(w, out, in, what);
   }
+  const int64_t align = l.format() == WeightFormat::kFp8Block ? 16
+                        : l.format() == WeightFormat::kFp4Row ? 32
+                                                              : 8;
+  DSV41_CHECK(in % align == 0, kInvalidArgument,
+              "{}: input width {} is not a multiple of {} (the CUDA GEMV of this format)", what, in,
+              align);
   DeviceLinear d;
   d.format_ = l.format();
   d.out_ = l.out_features();
@@ -78,18 +78,16 @@ DeviceLinear DeviceLinear::upload(const Linear& l, const std::string& what) {
   const int64_t bits = element_bits(l.format());
   const size_t width = static_cast<size_t>(in * bits / 8);
   d.w_ = DeviceBuffer(width * static_cast<size_t>(d.out_));
-  DSV41_CUDA_CHECK(cudaMemcpy2D(d.w_.data(), width, l.weight_bytes() + l.col_offset() * bits / 8,
-                                static_cast<size_t>(l.weight_row_bytes()), width,
-                                static_cast<size_t>(d.out_), cudaMemcpyHostToDevice));
+  d.w_.upload_2d(l.weight_bytes() + l.col_offset() * bits / 8,
+                 static_cast<size_t>(l.weight_row_bytes()), width, static_cast<size_t>(d.out_));
   if (l.scale_bytes() != nullptr) {
     const int64_t bc = l.block_cols();
     d.scale_row_bytes_ = l.format() == WeightFormat::kFp8Block ? (in + bc - 1) / bc : in / bc;
     const size_t sw = static_cast<size_t>(d.scale_row_bytes_);
     const size_t rows = static_cast<size_t>(l.scale_rows());
     d.scale_ = DeviceBuffer(sw * rows);
-    DSV41_CUDA_CHECK(cudaMemcpy2D(d.scale_.data(), sw, l.scale_bytes() + l.col_offset() / bc,
-                                  static_cast<size_t>(l.scale_row_bytes()), sw, rows,
-                                  cudaMemcpyHostToDevice));
+    d.scale_.upload_2d(l.scale_bytes() + l.col_offset() / bc,
+                       static_cast<size_t>(l.scale_row_bytes()), sw, rows);
   }
   return d;
 }
