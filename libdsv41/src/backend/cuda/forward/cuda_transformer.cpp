@@ -118,11 +118,10 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
   m->ws_ = std::make_unique<ForwardWorkspace>(cfg, opts.max_chunk, opts.max_context);
   const size_t C = static_cast<size_t>(opts.max_chunk);
   if (plan.sharded()) {
-    const int64_t Vp = plan.vocab_per_rank, W = plan.world;
-    m->tp_ = std::make_unique<DeviceTp>(
-        *cpu.comm(), std::max<int64_t>(static_cast<int64_t>(C) * t.hidden_size, W * C * Vp));
-    m->head_local_ = DeviceBuffer(C * Vp * 4);  // padding columns are never read back
-    m->head_gather_ = DeviceBuffer(W * C * Vp * 4);
+    const int64_t Vp = plan.vocab_per_rank;
+    m->tp_ = std::make_unique<DeviceTp>(*cpu.comm(), static_cast<int64_t>(C) * t.hidden_size,
+                                        kGatherRows * Vp);
+    m->head_local_ = DeviceBuffer(kGatherRows * Vp * 4);  // padding columns are never read back
   }
   m->stage_ids_ = std::make_unique<PinnedBuffer>(C * 4);
   m->stage_flags_ = std::make_unique<PinnedBuffer>(C);
@@ -134,8 +133,8 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   m->report_.weight_bytes = weight_bytes;
-  m->report_.workspace_bytes = m->ws_->device_bytes() + m->gemv_scratch_.bytes() +
-                               m->head_local_.bytes() + m->head_gather_.bytes();
+  m->report_.workspace_bytes =
+      m->ws_->device_bytes() + m->gemv_scratch_.bytes() + m->head_local_.bytes();
   m->report_.device_used_bytes = total_b - free_b;
   m->report_.host_peak_rss_bytes = static_cast<uint64_t>(ru.ru_maxrss) * 1024;
   m->report_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -266,27 +265,32 @@ std::string reduce_site(int layer, const char* site) {
 
 }  // namespace
 
-// Vocabulary shards (docs/tp.md): this rank's head rows give logits [rows, vocab_r] padded to
+// Vocabulary shards (docs/tp.md): this rank's head rows give logits [n, vocab_r] padded to
 // vocab_per_rank columns (the padding is sent but never copied out); the all-gather stacks the
-// ranks' [rows, Vp] blocks in rank order and each block's first vocab_q columns land at columns
-// [vocab_q.begin, ...) of ws.logits [rows, V].
+// ranks' [n, Vp] blocks in rank order and each block's first vocab_q columns land at columns
+// [vocab_q.begin, ...) of ws.logits [rows, V]. Blocks of kGatherRows rows bound the pinned
+// staging (a whole 2048-row chunk would need 2 x 2048 x 64,640 floats = 1 GB per buffer).
 void CudaTransformer::gather_logits(const float* x, int64_t rows) const {
   const ShardPlan& sp = cpu_->plan();
-  const int64_t V = cpu_->config().text.vocab_size, Vp = sp.vocab_per_rank, Vl = sp.vocab.size();
+  const TextConfig& t = cpu_->config().text;
+  const int64_t V = t.vocab_size, Vp = sp.vocab_per_rank, Vl = sp.vocab.size(), D = t.hidden_size;
   cudaStream_t s = stream_->get();
-  float* logits = ws_->logits.as<float>();
-  // The local product goes through ws.logits (>= rows x Vl floats) into the padded rows.
-  head_->gemv(x, rows, logits, s);
-  check_launch(cudaMemcpy2DAsync(head_local_.data(), Vp * 4, logits, Vl * 4, Vl * 4, rows,
-                                 cudaMemcpyDeviceToDevice, s),
-               -1, "head logits padding");
-  float* all = head_gather_.as<float>();
-  tp_->all_gather(head_local_.as<float>(), rows * Vp, all, s, "head");
-  for (int q = 0; q < sp.world; ++q) {
-    const ShardRange vr = ShardPlan::split(V, q, sp.world);
-    check_launch(cudaMemcpy2DAsync(logits + vr.begin, V * 4, all + q * rows * Vp, Vp * 4,
-                                   vr.size() * 4, rows, cudaMemcpyDeviceToDevice, s),
-                 -1, "head logits gather");
+  for (int64_t r0 = 0; r0 < rows; r0 += kGatherRows) {
+    const int64_t n = std::min(kGatherRows, rows - r0);
+    // The local product goes through the block's own rows of ws.logits (n x V >= n x Vl floats,
+    // overwritten below) into the padded rows.
+    float* out = ws_->logits.as<float>() + r0 * V;
+    head_->gemv(x + r0 * D, n, out, s);
+    check_launch(cudaMemcpy2DAsync(head_local_.data(), Vp * 4, out, Vl * 4, Vl * 4, n,
+                                   cudaMemcpyDeviceToDevice, s),
+                 -1, "head logits padding");
+    const float* all = tp_->all_gather(head_local_.as<float>(), n * Vp, s, "head");
+    for (int q = 0; q < sp.world; ++q) {
+      const ShardRange vr = ShardPlan::split(V, q, sp.world);
+      check_launch(cudaMemcpy2DAsync(out + vr.begin, V * 4, all + q * n * Vp, Vp * 4, vr.size() * 4,
+                                     n, cudaMemcpyHostToDevice, s),
+                   -1, "head logits gather");
+    }
   }
 }
 

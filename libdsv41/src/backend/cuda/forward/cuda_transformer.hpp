@@ -135,10 +135,11 @@ class CudaTransformer {
   std::vector<std::unique_ptr<Layer>> layers_;
   DeviceBuffer embed_, norm_;
   std::unique_ptr<class DeviceLinear> head_;
-  // Tensor parallelism (null at world 1): the collectives, this rank's head rows' logits [C,
-  // vocab_per_rank] (padding unused) and the all-gathered [world, C, vocab_per_rank].
+  // Tensor parallelism (null at world 1): the collectives and this rank's head logits of one
+  // gather block [kGatherRows, vocab_per_rank] (padding unused).
+  static constexpr int64_t kGatherRows = 32;
   std::unique_ptr<class DeviceTp> tp_;
-  DeviceBuffer head_local_, head_gather_;
+  DeviceBuffer head_local_;
   std::vector<int> engram_slot_;
   mutable class StepProfile* profile_ = nullptr;  // set only inside profile()
 };

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <span>
 
 #include "backend/cuda/cuda_check.hpp"
@@ -16,19 +17,20 @@ namespace {
 
 }  // namespace
 
-DeviceTp::DeviceTp(parallel::TpComm& comm, int64_t max_floats)
-    : comm_(&comm), max_floats_(max_floats) {
+DeviceTp::DeviceTp(parallel::TpComm& comm, int64_t max_reduce, int64_t max_gather)
+    : comm_(&comm), max_reduce_(max_reduce), max_gather_(max_gather) {
   DSV41_CHECK(comm.world() >= 2, kInvalidArgument,
               "DeviceTp: a communicator of world {} (the CUDA forward runs world 1 without one)",
               comm.world());
-  DSV41_CHECK(max_floats > 0, kInvalidArgument, "DeviceTp: max_floats = {}", max_floats);
-  send_ = PinnedBuffer(static_cast<size_t>(max_floats) * 4);
-  recv_ = PinnedBuffer(static_cast<size_t>(max_floats) * 4);
+  DSV41_CHECK(max_reduce > 0 && max_gather > 0, kInvalidArgument,
+              "DeviceTp: staging of {} / {} floats", max_reduce, max_gather);
+  send_ = PinnedBuffer(static_cast<size_t>(std::max(max_reduce, max_gather)) * 4);
+  recv_ = PinnedBuffer(static_cast<size_t>(max_gather) * comm.world() * 4);
 }
 
 void DeviceTp::all_reduce_sum(float* data, int64_t n, cudaStream_t stream, const char* what) {
-  DSV41_CHECK(n >= 0 && n <= max_floats_, kInternal, "{} all-reduce: {} floats, staging holds {}",
-              what, n, max_floats_);
+  DSV41_CHECK(n >= 0 && n <= max_reduce_, kInternal, "{} all-reduce: {} floats, staging holds {}",
+              what, n, max_reduce_);
   if (n == 0) return;
   // The previous call's upload from send_ is ordered before this download on the same stream.
   DSV41_CUDA_CHECK(cudaMemcpyAsync(send_.data(), data, static_cast<size_t>(n) * 4,
@@ -40,22 +42,20 @@ void DeviceTp::all_reduce_sum(float* data, int64_t n, cudaStream_t stream, const
                                    cudaMemcpyHostToDevice, stream));
 }
 
-void DeviceTp::all_gather(const float* mine, int64_t n, float* out, cudaStream_t stream,
-                          const char* what) {
-  const int64_t total = n * comm_->world();
-  DSV41_CHECK(n >= 0 && total <= max_floats_, kInternal,
-              "{} all-gather: {} x {} floats, staging holds {}", what, comm_->world(), n,
-              max_floats_);
-  if (n == 0) return;
+const float* DeviceTp::all_gather(const float* mine, int64_t n, cudaStream_t stream,
+                                  const char* what) {
+  DSV41_CHECK(n > 0 && n <= max_gather_, kInternal, "{} all-gather: {} floats, staging holds {}",
+              what, n, max_gather_);
+  // Also orders the caller's copies out of recv_ (queued after the previous call) before the
+  // collective overwrites it.
   DSV41_CUDA_CHECK(cudaMemcpyAsync(send_.data(), mine, static_cast<size_t>(n) * 4,
                                    cudaMemcpyDeviceToHost, stream));
   DSV41_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const Status s =
-      comm_->all_gather(std::as_bytes(std::span<const float>(send_.as<float>(), n)),
-                        std::as_writable_bytes(std::span<float>(recv_.as<float>(), total)));
+  const Status s = comm_->all_gather(
+      std::as_bytes(std::span<const float>(send_.as<float>(), n)),
+      std::as_writable_bytes(std::span<float>(recv_.as<float>(), n * comm_->world())));
   if (!s.is_ok()) fail(s, what);
-  DSV41_CUDA_CHECK(cudaMemcpyAsync(out, recv_.data(), static_cast<size_t>(total) * 4,
-                                   cudaMemcpyHostToDevice, stream));
+  return recv_.as<float>();
 }
 
 }  // namespace dsv41::cuda

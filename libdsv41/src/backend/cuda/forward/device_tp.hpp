@@ -18,9 +18,9 @@ namespace dsv41::cuda {
 
 class DeviceTp {
  public:
-  // comm must outlive this and have world >= 2; max_floats: the largest operand (all-reduce
-  // [chunk, hidden], all-gather output [world, chunk, vocab_per_rank]).
-  DeviceTp(parallel::TpComm& comm, int64_t max_floats);
+  // comm must outlive this and have world >= 2. Pinned staging: max_reduce floats (all-reduce
+  // [chunk, hidden]) and max_gather floats per rank (the logits gather's block).
+  DeviceTp(parallel::TpComm& comm, int64_t max_reduce, int64_t max_gather);
 
   int rank() const { return comm_->rank(); }
   int world() const { return comm_->world(); }
@@ -28,12 +28,14 @@ class DeviceTp {
   // data[0, n) (device) = the sum over ranks (TpComm::all_reduce_sum_f32), on `stream`. Throws
   // detail::Failure with the TpComm status' code, naming `what` (e.g. "layer 3 attention").
   void all_reduce_sum(float* data, int64_t n, cudaStream_t stream, const char* what);
-  // out[world · n] (device) = every rank's mine[n] (device) in rank order, on `stream`.
-  void all_gather(const float* mine, int64_t n, float* out, cudaStream_t stream, const char* what);
+  // Every rank's mine[n] (device), in rank order, as [world, n] floats in pinned host memory
+  // (the return value): valid, and safe to queue copies from on `stream`, until the next call
+  // (which synchronises `stream` before overwriting it).
+  const float* all_gather(const float* mine, int64_t n, cudaStream_t stream, const char* what);
 
  private:
   parallel::TpComm* comm_;
-  int64_t max_floats_;
+  int64_t max_reduce_, max_gather_;
   PinnedBuffer send_, recv_;
 };
 
