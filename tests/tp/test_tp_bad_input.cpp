@@ -100,26 +100,6 @@ TEST_CASE("tp bad input: ModelParams.tp is validated before anything loads", "[t
   REQUIRE(Model::load(mp)->run_tp_follower().code() == ErrorCode::kInvalidArgument);
 }
 
-TEST_CASE("tp bad input: the CUDA backend with rank processes is refused before connecting",
-          "[tp][runtime]") {
-  ModelParams mp;
-  mp.model_dir = test::fixture("golden/tiny8");
-  mp.backend = "cuda";
-  mp.tp.world = 2;
-  mp.tp.rank = 0;
-  mp.tp.bind_address = "127.0.0.1";
-  mp.tp.peer_address = "127.0.0.2";
-  mp.tp.port = static_cast<uint16_t>(tp_test::free_port());
-  mp.tp.connect_timeout_ms = 200;  // a connect attempt would fail with kTimeout, not this
-  const Status s = Model::load(mp).status();
-  INFO(s.to_string());
-  REQUIRE(s.code() == ErrorCode::kUnsupported);
-  REQUIRE_THAT(s.message(),
-               Catch::Contains("DSV41_BACKEND = \"cuda\" with tensor parallelism "
-                               "(TensorParallelParams.world = 2): the rank processes run the CPU "
-                               "backend for now"));
-}
-
 TEST_CASE("tp bad input: a follower refuses an op it cannot apply and aborts the link",
           "[tp][model]") {
   const std::string dir = test::fixture("golden/tiny8");

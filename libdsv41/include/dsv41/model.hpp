@@ -43,8 +43,8 @@ struct ModelParams {
   std::string model_dir;  // config.json, model.safetensors.index.json + shards, tokenizer.json
   int threads = 0;        // CPU reference worker threads; 0 = DSV41_THREADS, then all cores
   TensorParallelParams tp;
-  // Where the forward runs: "cpu" (the reference), "cuda" (the current GPU; world 1 only:
-  // Model::load refuses it with tp.world 2; release FP8/FP4 and EXL3 checkpoints),
+  // Where the forward runs: "cpu" (the reference), "cuda" (the current GPU; release FP8/FP4
+  // and EXL3 checkpoints; with tp.world 2 each rank runs its shard, docs/tp.md "CUDA backend"),
   // "" = DSV41_BACKEND. docs/architecture.md "Backends".
   std::string backend;
   // Also load the DSpark draft module `mtp.*` (spec §6) for make_dspark_drafter() /

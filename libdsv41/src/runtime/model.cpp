@@ -86,13 +86,6 @@ Result<Model> Model::load(const ModelParams& params) {
     std::string backend = params.backend.empty() ? tun.get_string("DSV41_BACKEND") : params.backend;
     DSV41_CHECK(backend == "cpu" || backend == "cuda", kInvalidArgument,
                 "DSV41_BACKEND = \"{}\" must be \"cpu\" or \"cuda\"", backend);
-    // The CUDA forward does not run a shard yet (CudaTransformer::upload), so the rank processes
-    // run the CPU backend. Refused before connecting (it used to fail only after the peer
-    // connected and both ranks had bound their weights), on both ranks.
-    DSV41_CHECK(backend == "cpu" || params.tp.world == 1, kUnsupported,
-                "DSV41_BACKEND = \"cuda\" with tensor parallelism (TensorParallelParams.world = "
-                "{}): the rank processes run the CPU backend for now",
-                params.tp.world);
     if (params.tp.world > 1)
       impl->comm =
           connect_tp_link(params.model_dir, params.tp, tun.get_string("DSV41_TP_IB_DEVICE"),
