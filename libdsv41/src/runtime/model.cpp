@@ -86,10 +86,16 @@ Result<Model> Model::load(const ModelParams& params) {
     std::string backend = params.backend.empty() ? tun.get_string("DSV41_BACKEND") : params.backend;
     DSV41_CHECK(backend == "cpu" || backend == "cuda", kInvalidArgument,
                 "DSV41_BACKEND = \"{}\" must be \"cpu\" or \"cuda\"", backend);
-    if (params.tp.world > 1)
-      impl->comm =
-          connect_tp_link(params.model_dir, params.tp, tun.get_string("DSV41_TP_IB_DEVICE"),
-                          static_cast<int>(tun.get_int("DSV41_TP_IB_GID_INDEX")));
+    if (params.tp.world > 1) {
+      // The backend and, on CUDA, its chunk decide a forward's collectives (how many calls,
+      // how many logit rows): both ranks must agree, or the rendezvous names the difference.
+      TensorParallelParams tp = params.tp;
+      tp.settings["backend"] = backend;
+      if (backend == "cuda")
+        tp.settings["cuda_max_chunk"] = std::to_string(tun.get_int("DSV41_CUDA_MAX_CHUNK"));
+      impl->comm = connect_tp_link(params.model_dir, tp, tun.get_string("DSV41_TP_IB_DEVICE"),
+                                   static_cast<int>(tun.get_int("DSV41_TP_IB_GID_INDEX")));
+    }
     DSV41_CHECK(!params.dspark || backend == "cpu", kUnsupported,
                 "ModelParams.dspark runs on the CPU backend only (DSV41_BACKEND = \"{}\")",
                 backend);
