@@ -65,4 +65,30 @@ cudaError_t fp8_block_gemv_grouped(const float* x, const uint8_t* w, const uint8
   return detail::dispatch_quant_gemv<Fp8Block32>(x, w, scale, y, rows, out, in, stream, groups);
 }
 
+cudaError_t fp8_block_gemv_multi(const float* x, const Fp8GemvJob* jobs, int n_jobs, int rows,
+                                 int64_t in, cudaStream_t stream) {
+  static_assert(kFp8GemvMaxJobs == detail::kGemvMaxJobs);
+  if (jobs == nullptr || n_jobs < 1 || n_jobs > kFp8GemvMaxJobs) return cudaErrorInvalidValue;
+  detail::GemvJobs g{};
+  g.n = n_jobs;
+  for (int j = 0; j < n_jobs; ++j) {
+    const Fp8GemvJob& b = jobs[j];
+    if (!detail::gemv_args_ok(x, b.w, b.scale, b.y, rows, b.out, in, Fp8Block32::kElemsPerChunk))
+      return cudaErrorInvalidValue;
+    // Outputs must not overlap each other (x vs y is checked above only at its start).
+    const uintptr_t y0 = reinterpret_cast<uintptr_t>(b.y), y1 = y0 + rows * b.out * 4;
+    for (int k = 0; k < j; ++k) {
+      const uintptr_t z0 = reinterpret_cast<uintptr_t>(jobs[k].y), z1 = z0 + rows * jobs[k].out * 4;
+      if (y0 < z1 && z0 < y1) return cudaErrorInvalidValue;
+    }
+    const uintptr_t x0 = reinterpret_cast<uintptr_t>(x), x1 = x0 + rows * in * 4;
+    if (y0 < x1 && x0 < y1) return cudaErrorInvalidValue;
+    g.w[j] = b.w;
+    g.scale[j] = b.scale;
+    g.y[j] = b.y;
+    g.out[j] = b.out;
+  }
+  return detail::dispatch_quant_gemv_multi<Fp8Block32>(x, g, rows, in, stream);
+}
+
 }  // namespace dsv41::kernels

@@ -215,6 +215,44 @@ __global__ void __launch_bounds__(kGemvThreads, T == 1 ? 4 : 2)
                                        out, in, ksplit, b, groups * in, groups * out);
 }
 
+// Several weights of one format that read the same x [rows, in] (the projections of one
+// normalised activation, spec §2.2 steps 1-3): one launch, blocks [first[j], first[j + 1]) own
+// job j. Fewer launches and one larger read per step than a launch per weight (the small ones,
+// 0.5-3 MB, ran at ~0.6-1.6 TB/s alone: docs/perf.md).
+inline constexpr int kGemvMaxJobs = 8;
+struct GemvJobs {
+  const uint8_t* w[kGemvMaxJobs];
+  const uint8_t* scale[kGemvMaxJobs];
+  float* y[kGemvMaxJobs];  // [rows, out[j]]
+  int64_t out[kGemvMaxJobs];
+  int64_t first[kGemvMaxJobs];  // first block of job j (first[0] = 0)
+  int n;
+};
+
+template <class Fmt, int T, int R, bool kStageX>
+__global__ void __launch_bounds__(kGemvThreads, T == 1 ? 4 : 2)
+    quant_gemv_multi_kernel(const float* __restrict__ x, const GemvJobs jobs, int rows, int64_t in,
+                            int ksplit) {
+  // Static indices only (unrolled): a runtime index into the parameter arrays would copy them to
+  // local memory.
+  const int64_t b = blockIdx.x;
+  const uint8_t* w = jobs.w[0];
+  const uint8_t* sc = jobs.scale[0];
+  float* y = jobs.y[0];
+  int64_t out = jobs.out[0], first = 0;
+#pragma unroll
+  for (int j = 1; j < kGemvMaxJobs; ++j) {
+    if (j < jobs.n && b >= jobs.first[j]) {
+      w = jobs.w[j];
+      sc = jobs.scale[j];
+      y = jobs.y[j];
+      out = jobs.out[j];
+      first = jobs.first[j];
+    }
+  }
+  quant_gemv_block<Fmt, T, R, kStageX>(x, w, sc, y, rows, out, in, ksplit, b - first, in, out);
+}
+
 // Warps that share one row group: doubled while the grid has fewer than 32 warps per SM and each
 // warp keeps at least one chunk per lane.
 inline int gemv_ksplit(int64_t row_groups, int64_t chunks, int sm_count) {
@@ -262,28 +300,73 @@ cudaError_t launch_quant_gemv(const float* x, const uint8_t* w, const uint8_t* s
   return cudaGetLastError();
 }
 
+// jobs.w/scale/y/out/n set by the caller; first[] is filled here. One k split for every job,
+// chosen from the row groups of all of them (the grid is one launch).
+template <class Fmt, int T, int R>
+cudaError_t launch_quant_gemv_multi(const float* x, GemvJobs jobs, int rows, int64_t in,
+                                    cudaStream_t stream) {
+  int dev = 0, sms = 0;
+  if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
+  if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+      e != cudaSuccess)
+    return e;
+  int64_t row_groups = 0;
+  for (int j = 0; j < jobs.n; ++j) row_groups += (jobs.out[j] + R - 1) / R;
+  const int ksplit = gemv_ksplit(row_groups, in / Fmt::kElemsPerChunk, sms);
+  const int groups_per_block = kGemvWarps / ksplit;
+  int64_t blocks = 0;
+  for (int j = 0; j < kGemvMaxJobs; ++j) {
+    jobs.first[j] = blocks;
+    if (j < jobs.n) blocks += ((jobs.out[j] + R - 1) / R + groups_per_block - 1) / groups_per_block;
+  }
+  if (blocks > 0x7FFFFFFF) return cudaErrorInvalidValue;
+  const int64_t x_bytes = int64_t{rows} * in * 4;
+  const unsigned grid = static_cast<unsigned>(blocks);
+  if (T <= 8 && x_bytes <= gemv_stage_limit<T, R>()) {
+    quant_gemv_multi_kernel<Fmt, T, R, (T <= 8)>
+        <<<grid, kGemvThreads, x_bytes, stream>>>(x, jobs, rows, in, ksplit);
+  } else {
+    quant_gemv_multi_kernel<Fmt, T, R, false>
+        <<<grid, kGemvThreads, 0, stream>>>(x, jobs, rows, in, ksplit);
+  }
+  return cudaGetLastError();
+}
+
 // The one runtime -> compile-time dispatch of the family: rows -> the smallest instantiated T.
 // Fewer output rows per warp (R) for larger T keeps acc[T][R] + wf[R][16] in registers.
 // __launch_bounds__ caps registers so several blocks share an SM: 128 (2 blocks, 16 warps) for
 // T >= 2 (at 1 block the fp8 wq_b GEMV with 2 rows took 33.7 us instead of 25.7 us, H200) and 64
 // (4 blocks) for T = 1 with R = 2 (no spills; docs/perf.md has the occupancy measurements).
-template <class Fmt>
-cudaError_t dispatch_quant_gemv(const float* x, const uint8_t* w, const uint8_t* scale, float* y,
-                                int rows, int64_t out, int64_t in, cudaStream_t stream,
-                                int groups = 1) {
+template <class Fmt, class Run>
+cudaError_t dispatch_gemv_rows(int rows, const Run& run) {
   // Under the 128-register cap of 2 blocks per SM, R = 4 spills (ptxas) for FP4 from T = 2 on
   // (two sub-chunks per chunk) and for FP8 at T = 4; T = 2 FP8 keeps R = 4.
   constexpr int kR2 = Fmt::kSubChunks == 1 ? 4 : 2;
-  auto run = [&](auto t, auto r) {
-    return launch_quant_gemv<Fmt, decltype(t)::value, decltype(r)::value>(x, w, scale, y, rows, out,
-                                                                          in, groups, stream);
-  };
   using std::integral_constant;
   if (rows <= 1) return run(integral_constant<int, 1>{}, integral_constant<int, 2>{});
   if (rows <= 2) return run(integral_constant<int, 2>{}, integral_constant<int, kR2>{});
   if (rows <= 4) return run(integral_constant<int, 4>{}, integral_constant<int, 2>{});
   if (rows <= 8) return run(integral_constant<int, 8>{}, integral_constant<int, 2>{});
   return run(integral_constant<int, 16>{}, integral_constant<int, 2>{});
+}
+
+template <class Fmt>
+cudaError_t dispatch_quant_gemv(const float* x, const uint8_t* w, const uint8_t* scale, float* y,
+                                int rows, int64_t out, int64_t in, cudaStream_t stream,
+                                int groups = 1) {
+  return dispatch_gemv_rows<Fmt>(rows, [&](auto t, auto r) {
+    return launch_quant_gemv<Fmt, decltype(t)::value, decltype(r)::value>(x, w, scale, y, rows, out,
+                                                                          in, groups, stream);
+  });
+}
+
+template <class Fmt>
+cudaError_t dispatch_quant_gemv_multi(const float* x, const GemvJobs& jobs, int rows, int64_t in,
+                                      cudaStream_t stream) {
+  return dispatch_gemv_rows<Fmt>(rows, [&](auto t, auto r) {
+    return launch_quant_gemv_multi<Fmt, decltype(t)::value, decltype(r)::value>(x, jobs, rows, in,
+                                                                                stream);
+  });
 }
 
 // Shape and alignment rules shared by both formats; false -> cudaErrorInvalidValue. (in <= 2^28

@@ -36,6 +36,23 @@ cudaError_t fp8_block_gemv_grouped(const float* x, const uint8_t* w, const uint8
                                    int rows, int groups, int64_t out, int64_t in,
                                    cudaStream_t stream);
 
+// Several FP8 block weights that read the same x [rows, in], in one launch (the projections of
+// one normalised activation: wq_a, wkv, the compressor's wkv / wgate, ...): job j computes
+// jobs[j].y [rows, jobs[j].out] = x · W_jᵀ with W_j = (jobs[j].w, jobs[j].scale) in the
+// fp8_block_gemv format. Each job sums exactly as fp8_block_gemv on it alone would when both
+// calls pick the same k split (the split here is chosen from the row groups of all jobs).
+// Needs 1 <= n_jobs <= kFp8GemvMaxJobs, the fp8_block_gemv rules for every job, outputs that
+// overlap neither x nor each other.
+inline constexpr int kFp8GemvMaxJobs = 8;
+struct Fp8GemvJob {
+  const uint8_t* w = nullptr;
+  const uint8_t* scale = nullptr;
+  float* y = nullptr;
+  int64_t out = 0;
+};
+cudaError_t fp8_block_gemv_multi(const float* x, const Fp8GemvJob* jobs, int n_jobs, int rows,
+                                 int64_t in, cudaStream_t stream);
+
 // Tensor-core form of fp8_block_gemv / fp8_block_gemv_grouped for 1..16 rows (linear/
 // fp8_gemv_tc.cu): weights as exact f16 through mma.sync, x as three f16 parts of x · 2^-e per
 // (row, 32-column block), fp32 accumulation; results meet the same per-element bound, summed in

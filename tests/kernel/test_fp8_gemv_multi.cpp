@@ -1,0 +1,136 @@
+// [kernel] fp8_block_gemv_multi (several FP8 weights on one x, one launch) vs one Linear per job,
+// and bit-identical to fp8_block_gemv for a single job (same k split by construction).
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <memory>
+
+#include "kernel/gemv_case.hpp"
+
+namespace dsv41::test {
+namespace {
+
+struct Weight {
+  int64_t out;
+  std::vector<uint8_t> w, s;
+  std::unique_ptr<cuda::DeviceBuffer> dw, ds, dy;
+};
+
+// Jobs of the given output widths on one x [rows, in]; each job's y against gemv_reference of
+// its own weight. The outputs live in one buffer, back to back, poisoned with NaN first.
+void run_multi(const std::vector<int64_t>& outs, int64_t in, const std::vector<int>& row_counts) {
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 rng(seed);
+  cuda::CudaStream stream;
+  std::vector<Weight> ws;
+  for (int64_t out : outs) {
+    Weight w;
+    w.out = out;
+    w.w = random_e4m3(static_cast<size_t>(out * in), rng);
+    w.s = random_e8m0(static_cast<size_t>(((out + 31) / 32) * ((in + 31) / 32)), rng);
+    w.dw = std::make_unique<cuda::DeviceBuffer>(w.w.size());
+    w.ds = std::make_unique<cuda::DeviceBuffer>(w.s.size());
+    w.dw->upload(std::span<const uint8_t>(w.w));
+    w.ds->upload(std::span<const uint8_t>(w.s));
+    w.dy =
+        std::make_unique<cuda::DeviceBuffer>(static_cast<size_t>(kernels::kGemvMaxRows) * out * 4);
+    ws.push_back(std::move(w));
+  }
+  for (int rows : row_counts) {
+    const std::vector<float> x = random_normal(static_cast<size_t>(rows) * in, rng);
+    cuda::DeviceBuffer dx(x.size() * 4);
+    dx.upload(std::span<const float>(x));
+    std::vector<kernels::Fp8GemvJob> jobs;
+    for (Weight& w : ws) {
+      w.dy->fill_bytes(0xFF);
+      jobs.push_back({w.dw->as<uint8_t>(), w.ds->as<uint8_t>(), w.dy->as<float>(), w.out});
+    }
+    DSV41_CUDA_CHECK(kernels::fp8_block_gemv_multi(
+        dx.as<float>(), jobs.data(), static_cast<int>(jobs.size()), rows, in, stream.get()));
+    stream.synchronize();
+    for (size_t j = 0; j < ws.size(); ++j) {
+      const Weight& w = ws[j];
+      std::vector<float> got(static_cast<size_t>(rows) * w.out);
+      DSV41_CUDA_CHECK(cudaMemcpy(got.data(), w.dy->data(), got.size() * 4, cudaMemcpyDefault));
+      const GemvReference ref = gemv_reference(false, w.w, w.s, x, rows, w.out, in);
+      std::vector<double> tol(ref.abs_dot.size());
+      for (size_t i = 0; i < tol.size(); ++i) tol[i] = kGemvTolPerAbsDot * ref.abs_dot[i] + 1e-30;
+      require_match(fmt::format("fp8 multi: job {} of {}, out {} in {} rows {} seed {:#x}", j,
+                                ws.size(), w.out, in, rows, seed),
+                    got, ref.y, tol, kGemvMaxNmse);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("fp8_block_gemv_multi matches one Linear per job", "[kernel][linear]") {
+  if (skip_without_gpu()) return;
+  const std::vector<int> rows = {1, 2, 3, 7, 8, 16};
+  run_multi({37}, 96, rows);                                     // one job
+  run_multi({1, 3, 40, 64, 130}, 272, rows);                     // widths off the 2/4-row warp step
+  run_multi({5, 2048, 7, 33, 1, 96, 64, 12}, 2048, {1, 2, 16});  // 8 jobs, k split > 1
+  // The attention site's inputs at the released dims: wq_a, wkv, compressor wkv + wgate, the
+  // indexer's weights_proj width.
+  run_multi({1536, 512, 512, 512, 64}, 4096, {1, 2, 3});
+  run_multi({1024, 512, 1024, 1024}, 5120, {1, 2});
+}
+
+TEST_CASE("fp8_block_gemv_multi with one job is bit-identical to fp8_block_gemv",
+          "[kernel][linear]") {
+  if (skip_without_gpu()) return;
+  std::mt19937_64 rng(fresh_seed());
+  cuda::CudaStream stream;
+  for (auto [out, in] : std::vector<std::pair<int64_t, int64_t>>{{37, 96}, {1280, 5120}}) {
+    const auto w = random_e4m3(static_cast<size_t>(out * in), rng);
+    const auto s = random_e8m0(static_cast<size_t>(((out + 31) / 32) * ((in + 31) / 32)), rng);
+    cuda::DeviceBuffer dw(w.size()), ds(s.size()), dy1(16 * out * 4), dy2(16 * out * 4);
+    dw.upload(std::span<const uint8_t>(w));
+    ds.upload(std::span<const uint8_t>(s));
+    for (int rows : {1, 2, 5, 16}) {
+      const std::vector<float> x = random_normal(static_cast<size_t>(rows) * in, rng);
+      cuda::DeviceBuffer dx(x.size() * 4);
+      dx.upload(std::span<const float>(x));
+      const kernels::Fp8GemvJob job{dw.as<uint8_t>(), ds.as<uint8_t>(), dy2.as<float>(), out};
+      DSV41_CUDA_CHECK(kernels::fp8_block_gemv(dx.as<float>(), dw.as<uint8_t>(), ds.as<uint8_t>(),
+                                               dy1.as<float>(), rows, out, in, stream.get()));
+      DSV41_CUDA_CHECK(
+          kernels::fp8_block_gemv_multi(dx.as<float>(), &job, 1, rows, in, stream.get()));
+      stream.synchronize();
+      std::vector<float> a(rows * out), b(rows * out);
+      dy1.download(std::span<float>(a));
+      dy2.download(std::span<float>(b));
+      INFO("out " << out << " in " << in << " rows " << rows);
+      CHECK(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
+    }
+  }
+}
+
+TEST_CASE("fp8_block_gemv_multi rejects unsupported arguments", "[kernel][linear]") {
+  if (skip_without_gpu()) return;
+  cuda::DeviceBuffer x(16 * 128 * 4), w(128 * 128), s(64), y(16 * 256 * 4);
+  float* y0 = y.as<float>();
+  const auto job = [&](float* out_ptr, int64_t out = 32) {
+    return kernels::Fp8GemvJob{w.as<uint8_t>(), s.as<uint8_t>(), out_ptr, out};
+  };
+  const auto call = [&](std::vector<kernels::Fp8GemvJob> jobs, int rows = 1, int64_t in = 64,
+                        int n = -1) {
+    return kernels::fp8_block_gemv_multi(
+        x.as<float>(), jobs.data(), n < 0 ? static_cast<int>(jobs.size()) : n, rows, in, nullptr);
+  };
+  CHECK(call({job(y0)}, 1, 64, 0) == cudaErrorInvalidValue);                           // no jobs
+  CHECK(call(std::vector<kernels::Fp8GemvJob>(9, job(y0))) == cudaErrorInvalidValue);  // > 8
+  CHECK(kernels::fp8_block_gemv_multi(x.as<float>(), nullptr, 1, 1, 64, nullptr) ==
+        cudaErrorInvalidValue);
+  CHECK(call({job(y0)}, 0) == cudaErrorInvalidValue);              // rows
+  CHECK(call({job(y0)}, 17) == cudaErrorInvalidValue);             // rows > 16
+  CHECK(call({job(y0)}, 1, 48 + 8) == cudaErrorInvalidValue);      // in % 16
+  CHECK(call({job(y0, 0)}) == cudaErrorInvalidValue);              // out
+  CHECK(call({job(nullptr)}) == cudaErrorInvalidValue);            // y
+  CHECK(call({job(y0), job(y0 + 16)}) == cudaErrorInvalidValue);   // outputs overlap
+  CHECK(call({job(x.as<float>() + 8)}) == cudaErrorInvalidValue);  // y inside x
+  CHECK(call({job(y0), job(y0 + 32), job(y0 + 64, 40)}, 2) == cudaErrorInvalidValue);  // 2 rows
+  CHECK(call({job(y0), job(y0 + 64), job(y0 + 128, 40)}, 2) == cudaSuccess);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+}
+
+}  // namespace dsv41::test
