@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 
+#include "backend/cuda/forward/device_linear.hpp"
 #include "kernel/gemv_case.hpp"
 
 namespace dsv41::test {
@@ -131,6 +132,95 @@ TEST_CASE("fp8_block_gemv_multi rejects unsupported arguments", "[kernel][linear
   CHECK(call({job(y0), job(y0 + 32), job(y0 + 64, 40)}, 2) == cudaErrorInvalidValue);  // 2 rows
   CHECK(call({job(y0), job(y0 + 64), job(y0 + 128, 40)}, 2) == cudaSuccess);
   CHECK(cudaDeviceSynchronize() == cudaSuccess);
+}
+
+TEST_CASE("DeviceLinear::gemv_shared_x equals each weight's own gemv", "[kernel][linear]") {
+  if (skip_without_gpu()) return;
+  // Nine FP8 weights (one more than a launch takes), a BF16 and an F32 weight and a null entry
+  // on one x; rows 1-3 (CUDA-core: the FP8 ones share launches) and 5, 16 (the tensor-core rows:
+  // each FP8 weight runs alone). Every output against the same weight's gemv() on the same x.
+  // A weight of another input width in the list is refused naming it.
+  std::mt19937_64 rng(fresh_seed());
+  const int64_t in = 512, in_other = 256;
+  std::vector<cuda::DeviceLinear> lins;
+  std::vector<int64_t> ins;
+  const std::vector<int64_t> outs = {64, 1, 37, 512, 96, 33, 128, 7, 256};
+  for (size_t j = 0; j < outs.size(); ++j) {
+    const auto w = random_e4m3(static_cast<size_t>(outs[j] * in), rng);
+    const auto sc = random_e8m0(static_cast<size_t>(((outs[j] + 31) / 32) * (in / 32)), rng);
+    lins.push_back(
+        cuda::DeviceLinear::from_fp8(w.data(), sc.data(), outs[j], in, fmt::format("fp8.{}", j)));
+    ins.push_back(in);
+  }
+  {
+    const auto w = random_e4m3(static_cast<size_t>(40 * in_other), rng);
+    const auto sc = random_e8m0(static_cast<size_t>(2 * (in_other / 32)), rng);
+    lins.push_back(cuda::DeviceLinear::from_fp8(w.data(), sc.data(), 40, in_other, "fp8.other"));
+    ins.push_back(in_other);
+  }
+  std::vector<float> wb = random_normal(static_cast<size_t>(24 * in), rng);
+  for (float& v : wb) v = bf16_round(v);  // exactly bf16: stored as BF16
+  lins.push_back(cuda::DeviceLinear::from_f32(wb, 24, in, "bf16"));
+  lins.push_back(
+      cuda::DeviceLinear::from_f32(random_normal(static_cast<size_t>(9 * in), rng), 9, in, "f32"));
+  ins.push_back(in);
+  ins.push_back(in);
+  CHECK(lins[lins.size() - 2].format() == WeightFormat::kBF16);
+  CHECK(lins.back().format() == WeightFormat::kF32);
+  cuda::DeviceBuffer scratch(kernels::fp8_gemv_tc_workspace_bytes(in));
+  for (cuda::DeviceLinear& l : lins) l.set_gemv_scratch(scratch.data(), scratch.bytes());
+  cuda::CudaStream stream;
+  for (int rows : {1, 2, 3, 5, 16}) {
+    // x of width `in`; the other-width weight gets x's first in_other columns per row via its
+    // own buffer, so it joins as a lone entry of the list with the same x pointer only when
+    // the widths agree: here it is passed with its own call below.
+    const std::vector<float> x = random_normal(static_cast<size_t>(rows) * in, rng);
+    cuda::DeviceBuffer dx(x.size() * 4);
+    dx.upload(std::span<const float>(x));
+    std::vector<std::unique_ptr<cuda::DeviceBuffer>> got, want;
+    std::vector<const cuda::DeviceLinear*> list;
+    std::vector<float*> ys;
+    for (size_t j = 0; j < lins.size(); ++j) {
+      if (ins[j] != in) continue;
+      const size_t n = static_cast<size_t>(rows) * lins[j].out_features();
+      got.push_back(std::make_unique<cuda::DeviceBuffer>(n * 4));
+      want.push_back(std::make_unique<cuda::DeviceBuffer>(n * 4));
+      got.back()->fill_bytes(0xFF);
+      list.push_back(&lins[j]);
+      ys.push_back(got.back()->as<float>());
+      if (j == 3) {  // null entries are skipped
+        list.push_back(nullptr);
+        ys.push_back(nullptr);
+      }
+    }
+    {
+      std::vector<const cuda::DeviceLinear*> odd = list;
+      std::vector<float*> odd_ys = ys;
+      odd.push_back(&lins[outs.size()]);  // fp8.other: in 256
+      odd_ys.push_back(ys.front());
+      CHECK_THROWS_WITH(
+          cuda::DeviceLinear::gemv_shared_x(odd, odd_ys, dx.as<float>(), rows, stream.get()),
+          Catch::Contains("fp8.other takes 256 inputs"));
+    }
+    cuda::DeviceLinear::gemv_shared_x(list, ys, dx.as<float>(), rows, stream.get());
+    size_t k = 0;
+    for (size_t j = 0; j < list.size(); ++j) {
+      if (list[j] == nullptr) continue;
+      list[j]->gemv(dx.as<float>(), rows, want[k]->as<float>(), stream.get());
+      stream.synchronize();
+      const size_t n = static_cast<size_t>(rows) * list[j]->out_features();
+      std::vector<float> a(n), b(n);
+      got[k]->download(std::span<float>(a));
+      want[k]->download(std::span<float>(b));
+      double scale = 0, worst = 0;
+      for (size_t i = 0; i < n; ++i) scale = std::max(scale, std::fabs(double(b[i])));
+      for (size_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
+      INFO(list[j]->name() << " rows " << rows << ": max |shared - own| " << worst << " of max |y| "
+                           << scale);
+      CHECK(worst <= 1e-5 * scale);  // the k split may differ: fp32 reassociation only
+      ++k;
+    }
+  }
 }
 
 }  // namespace dsv41::test

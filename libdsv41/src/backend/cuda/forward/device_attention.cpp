@@ -105,9 +105,10 @@ uint64_t DeviceAttention::device_bytes() const {
 }
 
 // §2.3 (Compressor::run + Indexer::append_keys + append_compressed): this call's groups, the
-// index keys of their pre-RoPE latents, then the rotated FP4 entries, appended in place.
-void DeviceAttention::compress(const float* xn, int64_t T, int64_t pos0, DeviceSource& src,
-                               ForwardWorkspace& ws, cudaStream_t s) const {
+// index keys of their pre-RoPE latents, then the rotated FP4 entries, appended in place. The
+// call's kv (and gate) rows are already at ws.stage_kv / stage_gate row `pending` (forward()).
+void DeviceAttention::compress(int64_t T, int64_t pos0, DeviceSource& src, ForwardWorkspace& ws,
+                               cudaStream_t s) const {
   const int l = role_.layer, r = src.ratio, R = rope_dim_;
   const int64_t D = head_dim_;
   DSV41_CHECK(src.layer == l && src.next_pos() == pos0, kInternal,
@@ -118,7 +119,6 @@ void DeviceAttention::compress(const float* xn, int64_t T, int64_t pos0, DeviceS
   float* latent = ws.latent.as<float>();
   int64_t ng = 0;
   if (r == 1) {  // every token is a group; no gate, no pooling
-    c_wkv_.gemv(xn, T, skv, s);
     ng = T;
     check_launch(kernels::rms_norm(skv, c_norm_.as<float>(), latent, T, D, c_eps_, s), l,
                  "compressor.norm");
@@ -132,8 +132,6 @@ void DeviceAttention::compress(const float* xn, int64_t T, int64_t pos0, DeviceS
           cudaMemcpyAsync(sgate, src.pending_gate.data(), P * D * 4, cudaMemcpyDeviceToDevice, s),
           l, "compressor pending gate");
     }
-    c_wkv_.gemv(xn, T, skv + P * D, s);
-    c_wgate_.gemv(xn, T, sgate + P * D, s);
     if (src.recent_capacity > 0) {  // rollback: this call's rows by position, newest kept
       const int64_t cap = src.recent_capacity;
       for (int64_t t = std::max<int64_t>(0, T - cap); t < T;) {
@@ -195,22 +193,21 @@ void DeviceAttention::compress(const float* xn, int64_t T, int64_t pos0, DeviceS
 }
 
 // §2.4/§2.5 (the index half of compressed_branch): scores over the KV source's keys, the
-// candidate mask (candidate source) or the restriction to it (later index sources), top-k.
-void DeviceAttention::select(const float* xn, int64_t T, int64_t pos0, const DeviceSource& keys,
+// candidate mask (candidate source) or the restriction to it (later index sources), top-k. The
+// query (ws.index_q) and head weights (ws.index_w) are already projected (forward()).
+void DeviceAttention::select(int64_t T, int64_t pos0, const DeviceSource& keys,
                              ForwardWorkspace& ws, cudaStream_t s) const {
   const int l = role_.layer;
   const int64_t n = keys.n_entries;
   float* qi = ws.index_q.as<float>();
   float* w = ws.index_w.as<float>();
   float* scores = ws.scores.as<float>();
-  i_wq_b_.gemv(ws.qr.as<float>(), T, qi, s);
   check_launch(kernels::rope_rotate(qi, inv_freq_compress_.as<float>(), T, i_heads_, i_head_dim_,
                                     rope_dim_, pos0, 1, false, s),
                l, "indexer query RoPE");
   check_launch(
       kernels::kv_quantize(KvFormat::kIndexFp4, qi, qi, nullptr, T * i_heads_, i_head_dim_, s), l,
       "indexer query FP4");
-  i_wproj_.gemv(xn, T, w, s);
   const uint8_t* mask = nullptr;
   if (uses_candidates_) {
     auto it = ws.candidates.find(candidate_layer_);
@@ -241,19 +238,46 @@ void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSe
   DSV41_CHECK(T >= 1 && T <= ws.max_chunk, kInternal, "layer {}: chunk of {} tokens (max {})", l, T,
               ws.max_chunk);
   DeviceWindow& ring = seq.window.at(l);
-  // Step 1: qr = q_norm(x·Wq_aᵀ); q = qr·Wq_bᵀ, RoPE on the last R channels of every head.
   float* qr = ws.qr.as<float>();
   float* q = ws.q.as<float>();
-  wq_a_.gemv(xn, T, qr, s);
+  float* kv = ws.kv.as<float>();
+  // Every projection of xn first (steps 1-3: wq_a, wkv, the compressor's kv / gate rows after
+  // its open group, the indexer's head weights): at decode the FP8 ones are one launch
+  // (DeviceLinear::gemv_shared_x).
+  const bool compressed_branch = role_.ratio > 0;
+  const DeviceLinear* c_kv = nullptr;
+  const DeviceLinear* c_gate = nullptr;
+  float *c_kv_out = nullptr, *c_gate_out = nullptr;
+  if (compressed_branch && has_compressor_) {
+    const DeviceSource& src = seq.source.at(l);
+    const int64_t P = src.ratio > 1 ? src.pending : 0;
+    c_kv = &c_wkv_;
+    c_kv_out = ws.stage_kv.as<float>() + P * D;
+    if (src.ratio > 1) {
+      c_gate = &c_wgate_;
+      c_gate_out = ws.stage_gate.as<float>() + P * D;
+    }
+  }
+  const bool indexes = compressed_branch && has_indexer_;
+  {
+    const DeviceLinear* lins[] = {&wq_a_, &wkv_, c_kv, c_gate, indexes ? &i_wproj_ : nullptr};
+    float* const outs[] = {qr, kv, c_kv_out, c_gate_out,
+                           indexes ? ws.index_w.as<float>() : nullptr};
+    DeviceLinear::gemv_shared_x(lins, outs, xn, T, s);
+  }
+  // Step 1: qr = q_norm(x·Wq_aᵀ); q = qr·Wq_bᵀ (with the indexer's query of qr), RoPE on the
+  // last R channels of every head.
   check_launch(kernels::rms_norm(qr, q_norm_.as<float>(), qr, T, q_lora_, eps_, s), l, "q_norm");
-  wq_b_.gemv(qr, T, q, s);
+  {
+    const DeviceLinear* lins[] = {&wq_b_, indexes ? &i_wq_b_ : nullptr};
+    float* const outs[] = {q, indexes ? ws.index_q.as<float>() : nullptr};
+    DeviceLinear::gemv_shared_x(lins, outs, qr, T, s);
+  }
   check_launch(
       kernels::rope_rotate(q, inv_freq_.as<float>(), T, heads_, head_dim_, R, pos0, 1, false, s), l,
       "query RoPE");
   // Step 2: K=V = FP8(RoPE(kv_norm(x·Wkvᵀ))), packed for the ring.
-  float* kv = ws.kv.as<float>();
   uint8_t* kv_packed = ws.kv_packed.as<uint8_t>();
-  wkv_.gemv(xn, T, kv, s);
   check_launch(kernels::rms_norm(kv, kv_norm_.as<float>(), kv, T, D, eps_, s), l, "kv_norm");
   check_launch(
       kernels::rope_rotate(kv, inv_freq_.as<float>(), T, 1, head_dim_, R, pos0, 1, false, s), l,
@@ -266,13 +290,13 @@ void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSe
   int64_t n_entries = 0;
   const int32_t* index = nullptr;
   int topk = 0;
-  if (role_.ratio > 0) {
-    if (has_compressor_) compress(xn, T, pos0, seq.source.at(l), ws, s);
+  if (compressed_branch) {
+    if (has_compressor_) compress(T, pos0, seq.source.at(l), ws, s);
     profile_mark(prof, "attn compressor", s);
     const DeviceSource& src = seq.source.at(role_.kv_layer);
     DSV41_CHECK(src.layer == role_.kv_layer, kInternal, "layer {}: KV source {} has no state", l,
                 role_.kv_layer);
-    if (has_indexer_) select(xn, T, pos0, src, ws, s);
+    if (has_indexer_) select(T, pos0, src, ws, s);
     profile_mark(prof, "attn indexer+topk", s);
     auto it = ws.selection.find(has_indexer_ ? l : role_.index_layer);
     DSV41_CHECK(it != ws.selection.end(), kInternal, "layer {}: no selection of index source {}", l,

@@ -45,10 +45,12 @@ class DeviceAttention {
   void set_gemv_scratch(void* p, size_t bytes);
 
  private:
-  void compress(const float* xn, int64_t T, int64_t pos0, DeviceSource& src, ForwardWorkspace& ws,
+  // Both run after forward() put their projections of xn (compressor kv / gate at the open
+  // group's offset, the indexer's head weights and query) in ws.
+  void compress(int64_t T, int64_t pos0, DeviceSource& src, ForwardWorkspace& ws,
                 cudaStream_t stream) const;
-  void select(const float* xn, int64_t T, int64_t pos0, const DeviceSource& keys,
-              ForwardWorkspace& ws, cudaStream_t stream) const;
+  void select(int64_t T, int64_t pos0, const DeviceSource& keys, ForwardWorkspace& ws,
+              cudaStream_t stream) const;
 
   LayerRole role_;
   int heads_ = 0, head_dim_ = 0, rope_dim_ = 0, q_lora_ = 0, o_lora_ = 0;

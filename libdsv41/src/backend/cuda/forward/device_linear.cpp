@@ -177,8 +177,7 @@ DeviceLinear DeviceLinear::from_fp8(const uint8_t* w, const uint8_t* scale, int6
   return d;
 }
 
-bool DeviceLinear::gemv_tc(const float* x, int rows, int groups, int64_t out, const uint8_t* w,
-                           const uint8_t* scale, float* y, cudaStream_t stream) const {
+bool DeviceLinear::takes_tc(int rows, int groups) const {
   // Below 4 rows the CUDA-core GEMV is faster (H200, µs, CUDA-core / tensor-core: wq_b 1 row
   // 19.4 / 22.7, 2 rows 21.7 / 23.0, 4 rows 40.4 / 23.6, 16 rows 195 / 35; wo_b 1 row 17.7 /
   // 29.9, 4 rows 59.5 / 30.5; docs/perf.md): the tensor-core path's two launches and k-slice
@@ -189,7 +188,12 @@ bool DeviceLinear::gemv_tc(const float* x, int rows, int groups, int64_t out, co
     return false;
   // An input wider than the scratch (not at the released dims: 32,768 columns at most, the
   // scratch holds 65,536) stays on the CUDA-core kernel.
-  if (kernels::fp8_gemv_tc_workspace_bytes(in_ * groups) > scratch_bytes_) return false;
+  return kernels::fp8_gemv_tc_workspace_bytes(in_ * groups) <= scratch_bytes_;
+}
+
+bool DeviceLinear::gemv_tc(const float* x, int rows, int groups, int64_t out, const uint8_t* w,
+                           const uint8_t* scale, float* y, cudaStream_t stream) const {
+  if (!takes_tc(rows, groups)) return false;
   const cudaError_t e = kernels::fp8_block_gemv_tc(x, w, scale, y, rows, groups, out, in_, scratch_,
                                                    scratch_bytes_, stream);
   if (e != cudaSuccess) {
@@ -198,6 +202,58 @@ bool DeviceLinear::gemv_tc(const float* x, int rows, int groups, int64_t out, co
     check_cuda(e, what.c_str());
   }
   return true;
+}
+
+namespace {
+int64_t lins_in(std::span<const DeviceLinear* const> lins) {
+  for (const DeviceLinear* l : lins)
+    if (l != nullptr) return l->in_features();
+  return 0;
+}
+}  // namespace
+
+void DeviceLinear::gemv_shared_x(std::span<const DeviceLinear* const> lins,
+                                 std::span<float* const> ys, const float* x, int64_t rows,
+                                 cudaStream_t stream) {
+  DSV41_CHECK(lins.size() == ys.size(), kInternal, "gemv_shared_x: {} weights, {} outputs",
+              lins.size(), ys.size());
+  std::vector<kernels::Fp8GemvJob> jobs;
+  std::vector<size_t> alone, joined;
+  int64_t in = -1;
+  for (size_t j = 0; j < lins.size(); ++j) {
+    const DeviceLinear* l = lins[j];
+    if (l == nullptr) continue;
+    DSV41_CHECK(l->in_ == lins_in(lins), kInternal,
+                "gemv_shared_x: {} takes {} inputs, the first weight {}", l->name_, l->in_,
+                lins_in(lins));
+    const bool joins = rows >= 1 && rows <= kernels::kGemvMaxRows &&
+                       l->format_ == WeightFormat::kFp8Block &&
+                       !l->takes_tc(static_cast<int>(rows), 1) &&
+                       static_cast<int>(jobs.size()) < kernels::kFp8GemvMaxJobs;
+    if (!joins) {
+      alone.push_back(j);
+      continue;
+    }
+    in = l->in_;
+    jobs.push_back({l->w_.as<uint8_t>(), l->scale_.as<uint8_t>(), ys[j], l->out_});
+    joined.push_back(j);
+  }
+  if (jobs.size() == 1) {  // nothing to share: the plain launch
+    alone.push_back(joined[0]);
+    jobs.clear();
+  }
+  if (!jobs.empty()) {
+    const cudaError_t e = kernels::fp8_block_gemv_multi(
+        x, jobs.data(), static_cast<int>(jobs.size()), static_cast<int>(rows), in, stream);
+    if (e != cudaSuccess) {
+      std::string names;
+      for (size_t j = 0; j < lins.size(); ++j)
+        if (lins[j] != nullptr) names += (names.empty() ? "" : ", ") + lins[j]->name_;
+      const std::string what = fmt::format("shared-x GEMV of {} ({} rows, in {})", names, rows, in);
+      check_cuda(e, what.c_str());
+    }
+  }
+  for (size_t j : alone) lins[j]->gemv(x, rows, ys[j], stream);
 }
 
 void DeviceLinear::gemv(const float* x, int64_t rows, float* y, cudaStream_t stream) const {

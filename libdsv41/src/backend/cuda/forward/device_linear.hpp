@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,15 @@ class DeviceLinear {
   bool gemv_grouped(const float* x, int64_t rows, int64_t groups, float* y,
                     cudaStream_t stream) const;
 
+  // y_j = x · W_jᵀ for the FP8 block weights of `lins` (all of one input width, else kInternal
+  // naming the odd one; rows <= 16; each one
+  // that would take the CUDA-core GEMV at this row count) in one fp8_block_gemv_multi launch; the
+  // others (other formats, the tensor-core rows, more than 8) are run one by one. Null entries
+  // of `lins` are skipped. The spec §2.2 projections of one activation (wq_a, wkv, compressor,
+  // indexer) in one launch at decode.
+  static void gemv_shared_x(std::span<const DeviceLinear* const> lins, std::span<float* const> ys,
+                            const float* x, int64_t rows, cudaStream_t stream);
+
   // How x enters the tensor-core GEMM of calls with more than 16 rows (kernels/include/dsv41k/
   // gemm_x.hpp); kFp32 unless the layer sets it (the large projections follow
   // CudaForwardOptions::prefill_x; routing, indexer and head inputs stay fp32-faithful).
@@ -85,8 +95,10 @@ class DeviceLinear {
   kernels::GemmX prefill_x_ = kernels::GemmX::kFp32;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
-  // The tensor-core FP8 GEMV of x [rows, groups·in_] when scratch is set and in_ % 32 == 0;
-  // false: the caller runs the CUDA-core kernel.
+  // Whether an FP8 GEMV of `rows` x [rows, groups·in_] goes to the tensor cores.
+  bool takes_tc(int rows, int groups) const;
+  // The tensor-core FP8 GEMV of x [rows, groups·in_] when takes_tc(); false: the caller runs the
+  // CUDA-core kernel.
   bool gemv_tc(const float* x, int rows, int groups, int64_t out, const uint8_t* w,
                const uint8_t* scale, float* y, cudaStream_t stream) const;
   std::string name_;
