@@ -358,14 +358,21 @@ cmd_start() {
       MEMGUARD_GIB=$(quote "$MEMGUARD_GIB") MEMGUARD_LOG=memguard.log nohup setsid \
         sh -c 'echo \$\$ >memguard.pid; exec \"\$@\"' sh bin/memguard.sh r1.pid \
         >/dev/null 2>&1 </dev/null &"
-    # A guard that is not running is no guard: check both before waiting.
+    # A guard that is not running is no guard: check both before waiting. A guard ends with the
+    # rank it watches, so a rank that already exited (a refused rendezvous takes well under the
+    # second below) is reported as itself, not as its guard.
     sleep 1
     local g
     g="$(cat "$STATE_DIR/memguard.pid" 2>/dev/null || true)"
     if [ -z "$g" ] || ! grep -qa memguard "/proc/$g/cmdline" 2>/dev/null; then
+      [ -n "$(local_server_pid "$STATE_DIR/r0.pid")" ] ||
+        fail_start "rank 0 exited during start-up (log: $STATE_DIR/r0.log)" r0
       fail_start "the memory guard did not start here (see $STATE_DIR/memguard.log)"
     fi
     if ! remote_pid memguard.pid memguard || [ -z "$REMOTE_PID" ]; then
+      if remote_pid r1.pid dsv41-server && [ -z "$REMOTE_PID" ]; then
+        fail_start "rank 1 exited during start-up (log on $WORKER: $WORKER_STATE_DIR/r1.log)" r1
+      fi
       fail_start "the memory guard did not start on $WORKER (see $WORKER_STATE_DIR/memguard.log there)"
     fi
   fi
