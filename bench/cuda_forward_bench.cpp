@@ -15,6 +15,7 @@
 // left out. Floor = bytes / 4.8 TB/s.
 // Usage: dsv41_bench_cuda_forward DIR [contexts=0,8192,32768] [rows=1,2,6,16] [repeats=20]
 //                                 [chunk=2048] [capture=ROWS] [x=fp32|bf16x2|bf16] [gemv=cuda-core]
+//                                 [pdl=0]
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
@@ -36,6 +37,7 @@
 #include "backend/cuda/forward/cuda_transformer.hpp"
 #include "backend/cuda/forward/device_engram.hpp"
 #include "backend/cuda/forward/forward_workspace.hpp"
+#include "dsv41k/launchers.hpp"
 #include "model/transformer.hpp"
 
 namespace {
@@ -168,14 +170,16 @@ double engram_block_ms(const dsv41::ModelConfig& base, int64_t R, int repeats) {
 
 int run(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr,
-                 "usage: dsv41_bench_cuda_forward DIR [contexts=0,8192,32768] [rows=1,2,6,16] "
-                 "[repeats=20] [chunk=2048] [capture=ROWS] [x=fp32|bf16x2|bf16] [gemv=cuda-core]\n"
-                 "  capture=ROWS: after the tables, one host-driven step of ROWS rows between\n"
-                 "  cudaProfilerStart/Stop (ncu --profile-from-start off: per-kernel times)\n"
-                 "  x=MODE: prefill GEMM input (CudaForwardOptions::prefill_x; default fp32)\n"
-                 "  gemv=cuda-core: GEMVs of <= 16 rows (FP8, routed FP4) on the CUDA cores, not "
-                 "mma.sync\n");
+    std::fprintf(
+        stderr,
+        "usage: dsv41_bench_cuda_forward DIR [contexts=0,8192,32768] [rows=1,2,6,16] "
+        "[repeats=20] [chunk=2048] [capture=ROWS] [x=fp32|bf16x2|bf16] [gemv=cuda-core] [pdl=0]\n"
+        "  capture=ROWS: after the tables, one host-driven step of ROWS rows between\n"
+        "  cudaProfilerStart/Stop (ncu --profile-from-start off: per-kernel times)\n"
+        "  x=MODE: prefill GEMM input (CudaForwardOptions::prefill_x; default fp32)\n"
+        "  gemv=cuda-core: GEMVs of <= 16 rows (FP8, routed FP4) on the CUDA cores, not "
+        "mma.sync\n"
+        "  pdl=0: plain stream order instead of programmatic dependent launch\n");
     return 2;
   }
   const std::string dir = argv[1];
@@ -190,6 +194,8 @@ int run(int argc, char** argv) {
     const std::string a = argv[i];
     if (a.rfind("capture=", 0) == 0) {
       capture_rows = std::atoll(a.c_str() + 8);
+    } else if (a == "pdl=0") {
+      dsv41::kernels::set_programmatic_launch(false);
     } else if (a == "gemv=cuda-core") {
       gemv_tc = false;
     } else if (a == "x=fp32" || a == "x=bf16x2" || a == "x=bf16") {

@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "attention/attend_tc.cuh"
+#include "common/launch.cuh"
 #include "common/mma_sync.cuh"
 
 namespace dsv41::kernels::detail {
@@ -108,6 +109,7 @@ constexpr size_t smem_bytes(int D) {
 // the PV pass. Registers at KS = 8: Q fragments 96, O accumulators 64.
 template <int KS>
 __global__ void __launch_bounds__(kThreads, 2) attend_tc_kernel(AttendArgs a) {
+  pdl_begin();
   constexpr int D = 64 * KS, DW = 16 * KS, LdK = D + 8;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __nv_bfloat16* kt = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // [kKeys, LdK] keys
@@ -323,8 +325,7 @@ cudaError_t launch(const AttendArgs& a, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   }
   const dim3 grid(static_cast<unsigned>(a.T), static_cast<unsigned>((a.H + kHeads - 1) / kHeads));
-  attend_tc_kernel<KS><<<grid, kThreads, smem, stream>>>(a);
-  return cudaGetLastError();
+  return launch_kernel(attend_tc_kernel<KS>, grid, kThreads, smem, stream, a);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "attention/radix_topk.cuh"
+#include "common/launch.cuh"
 #include "dsv41k/csa.hpp"
 
 namespace dsv41::kernels {
@@ -19,6 +20,7 @@ constexpr int kThreads = 512;
 __global__ void __launch_bounds__(kThreads)
     candidate_kernel(const float* scores, int64_t n, int64_t pos0, int ratio, int topk_blocks,
                      int block_size, uint8_t* mask, float* block_scores) {
+  detail::pdl_begin();
   __shared__ int hist[256];
   __shared__ int warp_sums[kThreads / 32];
   __shared__ uint32_t s_tau;
@@ -68,9 +70,8 @@ cudaError_t candidate_blocks(const float* scores, int64_t T, int64_t n, int64_t 
       (T > 0 && n > 0 && (mask == nullptr || scores == nullptr)))
     return cudaErrorInvalidValue;
   if (T == 0 || n == 0) return cudaSuccess;
-  candidate_kernel<<<static_cast<unsigned>(T), kThreads, 0, stream>>>(
-      scores, n, pos0, ratio, topk_blocks, block_size, mask, block_scores);
-  return cudaGetLastError();
+  return detail::launch_kernel(candidate_kernel, static_cast<unsigned>(T), kThreads, 0, stream,
+                               scores, n, pos0, ratio, topk_blocks, block_size, mask, block_scores);
 }
 
 }  // namespace dsv41::kernels

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "common/launch.cuh"
 #include "dsv41k/csa.hpp"
 
 namespace dsv41::kernels {
@@ -17,6 +18,7 @@ constexpr int kMaxRatio = 128;
 
 __global__ void pool_kernel(const float* kv, const float* gate, float* latent, int64_t n_groups,
                             int ratio, int64_t D) {
+  detail::pdl_begin();
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= n_groups * D) return;
   const int64_t j = i / D, c = i % D;
@@ -45,9 +47,8 @@ cudaError_t compressor_pool(const float* kv, const float* gate, float* latent, i
   if (n_groups == 0) return cudaSuccess;
   const int64_t total = n_groups * D;
   constexpr int kBlock = 256;
-  pool_kernel<<<static_cast<unsigned>((total + kBlock - 1) / kBlock), kBlock, 0, stream>>>(
-      kv, gate, latent, n_groups, ratio, D);
-  return cudaGetLastError();
+  return detail::launch_kernel(pool_kernel, static_cast<unsigned>((total + kBlock - 1) / kBlock),
+                               kBlock, 0, stream, kv, gate, latent, n_groups, ratio, D);
 }
 
 }  // namespace dsv41::kernels

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "common/launch.cuh"
 #include "dsv41k/csa.hpp"
 
 namespace dsv41::kernels {
@@ -28,6 +29,7 @@ __global__ void __launch_bounds__(kThreads)
     scores_kernel(const float* q, const float* w, const uint8_t* keys, const uint8_t* mask,
                   float* scores, int H, int64_t n, int64_t pos0, int ratio, float heads_scale,
                   float softmax_scale) {
+  detail::pdl_begin();
   extern __shared__ float smem[];
   float* qs = smem;        // [H, D]
   float* ws = qs + H * D;  // [H]
@@ -72,9 +74,8 @@ cudaError_t launch(const float* q, const float* w, const uint8_t* keys, const ui
   const float softmax_scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
   const dim3 grid(static_cast<unsigned>((n + kThreads - 1) / kThreads), static_cast<unsigned>(T));
   const size_t smem = (static_cast<size_t>(H) * D + H) * sizeof(float);
-  scores_kernel<D><<<grid, kThreads, smem, stream>>>(q, w, keys, mask, scores, H, n, pos0, ratio,
-                                                     heads_scale, softmax_scale);
-  return cudaGetLastError();
+  return detail::launch_kernel(scores_kernel<D>, grid, kThreads, smem, stream, q, w, keys, mask,
+                               scores, H, n, pos0, ratio, heads_scale, softmax_scale);
 }
 
 }  // namespace

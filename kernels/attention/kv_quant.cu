@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/launch.cuh"
 #include "dsv41k/attention.hpp"
 
 namespace dsv41::kernels {
@@ -271,6 +272,7 @@ template <int G>
 __global__ void __launch_bounds__(kThreads)
     kv_quantize_kernel(KvFormat f, const float* x, float* xq, uint8_t* packed, int64_t n,
                        int64_t dim, int64_t row_bytes) {
+  detail::pdl_begin();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (i - (threadIdx.x & 31) >= n) return;  // whole warps only: the groups shuffle
   const int lane = static_cast<int>(threadIdx.x & 31);
@@ -319,9 +321,11 @@ cudaError_t kv_quantize(KvFormat f, const float* x, float* xq, uint8_t* packed, 
   const int64_t n = rows * dim;
   const unsigned grid = static_cast<unsigned>((n + kThreads - 1) / kThreads);
   if (block == 16) {
-    kv_quantize_kernel<16><<<grid, kThreads, 0, stream>>>(f, x, xq, packed, n, dim, row_bytes);
+    (void)detail::launch_kernel(kv_quantize_kernel<16>, grid, kThreads, 0, stream, f, x, xq, packed,
+                                n, dim, row_bytes);
   } else {
-    kv_quantize_kernel<32><<<grid, kThreads, 0, stream>>>(f, x, xq, packed, n, dim, row_bytes);
+    (void)detail::launch_kernel(kv_quantize_kernel<32>, grid, kThreads, 0, stream, f, x, xq, packed,
+                                n, dim, row_bytes);
   }
   return cudaGetLastError();
 }

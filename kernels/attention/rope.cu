@@ -4,6 +4,7 @@
 // separately (__fmul_rn / __fsub_rn / __fadd_rn: no FMA). One thread per (row, head, pair).
 // cos/sin in fp64 are within an fp64 ulp of glibc's, so c and s round to the same fp32 except
 // within ~2^-29 of an fp32 rounding boundary.
+#include "common/launch.cuh"
 #include "dsv41k/attention.hpp"
 
 namespace dsv41::kernels {
@@ -14,6 +15,7 @@ constexpr int kThreads = 256;
 __global__ void __launch_bounds__(kThreads)
     rope_kernel(float* x, const float* __restrict__ inv_freq, int64_t T, int heads, int head_dim,
                 int rope_dim, int64_t pos0, int64_t pos_step, bool inverse) {
+  detail::pdl_begin();
   const int half = rope_dim / 2;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= T * heads * half) return;
@@ -42,9 +44,9 @@ cudaError_t rope_rotate(float* x, const float* inv_freq, int64_t T, int heads, i
   if (T > (int64_t{0x7FFFFFFF} * kThreads) / per_row) return cudaErrorInvalidValue;
   if (T == 0) return cudaSuccess;
   const int64_t n = T * per_row;
-  rope_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
-      x, inv_freq, T, heads, head_dim, rope_dim, pos0, pos_step, inverse);
-  return cudaGetLastError();
+  return detail::launch_kernel(rope_kernel, static_cast<unsigned>((n + kThreads - 1) / kThreads),
+                               kThreads, 0, stream, x, inv_freq, T, heads, head_dim, rope_dim, pos0,
+                               pos_step, inverse);
 }
 
 }  // namespace dsv41::kernels

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "attention/radix_topk.cuh"
+#include "common/launch.cuh"
 #include "dsv41k/attention.hpp"
 
 namespace dsv41::kernels {
@@ -18,6 +19,7 @@ constexpr int kThreads = 512;
 
 __global__ void __launch_bounds__(kThreads)
     select_topk_kernel(const float* scores, int64_t n, int k, int32_t* out) {
+  detail::pdl_begin();
   __shared__ int hist[256];
   __shared__ int warp_sums[kThreads / 32];
   __shared__ uint32_t s_tau;
@@ -53,8 +55,8 @@ cudaError_t select_topk(const float* scores, int64_t T, int64_t n, int k, int32_
       (n > 0 && T > 0 && scores == nullptr))
     return cudaErrorInvalidValue;
   if (T == 0) return cudaSuccess;
-  select_topk_kernel<<<static_cast<unsigned>(T), kThreads, 0, stream>>>(scores, n, k, out);
-  return cudaGetLastError();
+  return detail::launch_kernel(select_topk_kernel, static_cast<unsigned>(T), kThreads, 0, stream,
+                               scores, n, k, out);
 }
 
 }  // namespace dsv41::kernels

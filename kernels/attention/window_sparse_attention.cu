@@ -19,6 +19,7 @@
 
 #include "attention/attend_common.cuh"
 #include "attention/attend_tc.cuh"
+#include "common/launch.cuh"
 #include "dsv41k/attention.hpp"
 
 namespace dsv41::kernels {
@@ -34,6 +35,7 @@ constexpr int kTargetBlocks = 256;  // enough blocks to fill 132 (H200) or 48 (G
 using detail::AttendArgs;
 
 __global__ void __launch_bounds__(kThreads) attend_kernel(AttendArgs a) {
+  detail::pdl_begin();
   extern __shared__ __align__(16) float smem[];
   const int D = a.D, KS = D + 4;  // key row stride: float4 reads of 32 lanes hit 8 distinct slots
   const int64_t t = blockIdx.x / a.splits;
@@ -193,6 +195,7 @@ __global__ void __launch_bounds__(kThreads) attend_kernel(AttendArgs a) {
 // per layer under ncu); the denominator's sum is a warp tree, not sequential.
 __global__ void combine_kernel(const float* part, const float* sink, float* o, int H, int D,
                                int splits) {
+  detail::pdl_begin();
   __shared__ float w[64];
   __shared__ float inv;
   const int64_t th = blockIdx.x;
@@ -333,12 +336,12 @@ cudaError_t window_sparse_attention(const float* q, const uint8_t* new_packed, c
                p.n_tiles, scale};
   const dim3 grid(static_cast<unsigned>(T * p.splits),
                   static_cast<unsigned>((heads + kHeadsBlk - 1) / kHeadsBlk));
-  attend_kernel<<<grid, kThreads, smem, stream>>>(a);
+  (void)detail::launch_kernel(attend_kernel, grid, kThreads, smem, stream, a);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   if (p.splits > 1) {
-    combine_kernel<<<static_cast<unsigned>(T * heads), 128, 0, stream>>>(a.part, sink, o, heads, D,
-                                                                         p.splits);
+    (void)detail::launch_kernel(combine_kernel, static_cast<unsigned>(T * heads), 128, 0, stream,
+                                a.part, sink, o, heads, D, p.splits);
     e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }

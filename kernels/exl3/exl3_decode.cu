@@ -4,6 +4,7 @@
 // them to their tile cells (§1.4). A reconstruct/test kernel, not a serving path.
 #include <cuda_fp16.h>
 
+#include "common/launch.cuh"
 #include "dsv41k/launchers.hpp"
 #include "exl3/exl3_decode.cuh"
 
@@ -16,6 +17,7 @@ template <int K, int CB>
 __global__ void __launch_bounds__(32 * kDecodeWarps)
     exl3_decode_kernel(const uint32_t* __restrict__ trellis, uint16_t* __restrict__ w_hat,
                        int64_t tiles_k, int64_t tiles_n) {
+  detail::pdl_begin();
   const int lane = threadIdx.x & 31;
   const int64_t tile = static_cast<int64_t>(blockIdx.x) * kDecodeWarps + (threadIdx.x >> 5);
   if (tile >= tiles_k * tiles_n) return;
@@ -44,13 +46,16 @@ cudaError_t launch_k(const uint32_t* t, uint16_t* w, int64_t tk, int64_t tn, Exl
   const unsigned grid = static_cast<unsigned>(blocks);
   switch (cb) {
     case Exl3Codebook::kMul1:
-      exl3_decode_kernel<K, exl3d::kCbMul1><<<grid, 32 * kDecodeWarps, 0, s>>>(t, w, tk, tn);
+      (void)detail::launch_kernel(exl3_decode_kernel<K, exl3d::kCbMul1>, grid, 32 * kDecodeWarps, 0,
+                                  s, t, w, tk, tn);
       break;
     case Exl3Codebook::kMcg:
-      exl3_decode_kernel<K, exl3d::kCbMcg><<<grid, 32 * kDecodeWarps, 0, s>>>(t, w, tk, tn);
+      (void)detail::launch_kernel(exl3_decode_kernel<K, exl3d::kCbMcg>, grid, 32 * kDecodeWarps, 0,
+                                  s, t, w, tk, tn);
       break;
     default:
-      exl3_decode_kernel<K, exl3d::kCb3Inst><<<grid, 32 * kDecodeWarps, 0, s>>>(t, w, tk, tn);
+      (void)detail::launch_kernel(exl3_decode_kernel<K, exl3d::kCb3Inst>, grid, 32 * kDecodeWarps,
+                                  0, s, t, w, tk, tn);
       break;
   }
   return cudaGetLastError();

@@ -5,6 +5,7 @@
 // split and launches one block per (matrix, 128 columns, split). CPU reference: exl3::matmul.
 #include <algorithm>
 
+#include "common/launch.cuh"
 #include "dsv41k/launchers.hpp"
 #include "exl3/exl3_gemv_block.cuh"
 
@@ -28,6 +29,7 @@ template <int K, int CB, int NB>
 __global__ void __launch_bounds__(kThreads, NB == 2 ? kMinBlocks<K, CB> : 2)
     exl3_gemv_kernel(const __grid_constant__ Batch batch, int64_t k, int64_t n, int splits,
                      uint32_t* __restrict__ counters, float* __restrict__ partials) {
+  detail::pdl_begin();
   extern __shared__ __align__(16) uint8_t smem[];
   __shared__ int last_flag;
   const Exl3GemvMatrix& m = batch.m[blockIdx.y];
@@ -69,8 +71,8 @@ cudaError_t launch(const Batch& b, int matrices, int64_t k, int64_t n, const Pla
       e != cudaSuccess)
     return e;
   const dim3 grid(static_cast<unsigned>((n / 128) * p.splits), static_cast<unsigned>(matrices));
-  kern<<<grid, kThreads, S::kBlockBytes, stream>>>(b, k, n, p.splits, counters, partials);
-  return cudaGetLastError();
+  return detail::launch_kernel(kern, grid, kThreads, S::kBlockBytes, stream, b, k, n, p.splits,
+                               counters, partials);
 }
 
 template <int K, int CB>

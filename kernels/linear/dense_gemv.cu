@@ -5,6 +5,7 @@
 // and applies them to all `rows` activation rows, so each weight byte is read once per call.
 #include <cuda_bf16.h>
 
+#include "common/launch.cuh"
 #include "dsv41k/launchers.hpp"
 
 namespace dsv41::kernels {
@@ -36,6 +37,13 @@ __global__ void __launch_bounds__(kThreads)
                       int rows, int64_t out, int64_t in) {
   const int lane = threadIdx.x & 31;
   const int64_t o = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
+  // The row's first two steps go to L2 before the wait for the kernel that writes x
+  // (common/launch.cuh; weights are never written): one lane per 128-byte line.
+  if (o < out) {
+    for (int64_t c = int64_t{lane} * kChunk; c < min(in, int64_t{64} * kChunk); c += 32 * kChunk)
+      if (c * static_cast<int64_t>(sizeof(W)) % 128 == 0) detail::prefetch_l2(w + o * in + c);
+  }
+  detail::pdl_begin();
   if (o >= out) return;  // whole warps exit together
   float acc[T];
 #pragma unroll
@@ -70,13 +78,17 @@ cudaError_t launch(const float* x, const W* w, float* y, int rows, int64_t out, 
   if (blocks > 0x7FFFFFFF) return cudaErrorInvalidValue;
   const unsigned g = static_cast<unsigned>(blocks);
   if (rows <= 1) {
-    dense_gemv_kernel<W, 1><<<g, kThreads, 0, stream>>>(x, w, y, rows, out, in);
+    (void)detail::launch_kernel(dense_gemv_kernel<W, 1>, g, kThreads, 0, stream, x, w, y, rows, out,
+                                in);
   } else if (rows <= 4) {
-    dense_gemv_kernel<W, 4><<<g, kThreads, 0, stream>>>(x, w, y, rows, out, in);
+    (void)detail::launch_kernel(dense_gemv_kernel<W, 4>, g, kThreads, 0, stream, x, w, y, rows, out,
+                                in);
   } else if (rows <= 8) {
-    dense_gemv_kernel<W, 8><<<g, kThreads, 0, stream>>>(x, w, y, rows, out, in);
+    (void)detail::launch_kernel(dense_gemv_kernel<W, 8>, g, kThreads, 0, stream, x, w, y, rows, out,
+                                in);
   } else {
-    dense_gemv_kernel<W, 16><<<g, kThreads, 0, stream>>>(x, w, y, rows, out, in);
+    (void)detail::launch_kernel(dense_gemv_kernel<W, 16>, g, kThreads, 0, stream, x, w, y, rows,
+                                out, in);
   }
   return cudaGetLastError();
 }

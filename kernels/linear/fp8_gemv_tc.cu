@@ -22,6 +22,7 @@
 
 #include <cstdint>
 
+#include "common/launch.cuh"
 #include "common/mma_sync.cuh"
 #include "dsv41k/launchers.hpp"
 #include "linear/gemv_tc.cuh"
@@ -55,6 +56,7 @@ __global__ void __launch_bounds__(kThreads, 2)
                        const uint8_t* __restrict__ w, const uint8_t* __restrict__ scale,
                        float* __restrict__ y, int rows, int groups, int64_t out, int64_t in,
                        int S) {
+  detail::pdl_begin();
   __shared__ float red[8][kMT][kNT][4][32];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int64_t total = out * groups;  // weight rows
@@ -151,10 +153,10 @@ cudaError_t gemv_tc_split(const float* x, int64_t rows, int64_t cols, bool pair_
       reinterpret_cast<float*>(static_cast<uint8_t*>(workspace) + gemv_tc_xq_bytes(rows, blocks));
   const auto grid = static_cast<unsigned>((threads + kThreads - 1) / kThreads);
   if (pair_order)
-    gemv_tc_split_kernel<true><<<grid, kThreads, 0, stream>>>(x, rows, cols, xq, xf);
-  else
-    gemv_tc_split_kernel<false><<<grid, kThreads, 0, stream>>>(x, rows, cols, xq, xf);
-  return cudaGetLastError();
+    return detail::launch_kernel(gemv_tc_split_kernel<true>, grid, kThreads, 0, stream, x, rows,
+                                 cols, xq, xf);
+  return detail::launch_kernel(gemv_tc_split_kernel<false>, grid, kThreads, 0, stream, x, rows,
+                               cols, xq, xf);
 }
 
 }  // namespace detail
@@ -185,12 +187,10 @@ cudaError_t fp8_block_gemv_tc(const float* x, const uint8_t* w, const uint8_t* s
   const int64_t grid = (tiles + 8 / S - 1) / (8 / S);
   if (grid > 0x7FFFFFFF) return cudaErrorInvalidValue;
   if (rows <= 8)
-    fp8_gemv_tc_kernel<1><<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(
-        xq, xf, w, scale, y, rows, groups, out, in, S);
-  else
-    fp8_gemv_tc_kernel<2><<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(
-        xq, xf, w, scale, y, rows, groups, out, in, S);
-  return cudaGetLastError();
+    return detail::launch_kernel(fp8_gemv_tc_kernel<1>, static_cast<unsigned>(grid), kThreads, 0,
+                                 stream, xq, xf, w, scale, y, rows, groups, out, in, S);
+  return detail::launch_kernel(fp8_gemv_tc_kernel<2>, static_cast<unsigned>(grid), kThreads, 0,
+                               stream, xq, xf, w, scale, y, rows, groups, out, in, S);
 }
 
 }  // namespace dsv41::kernels

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/launch.cuh"
 #include "common/mma_sync.cuh"
 
 namespace dsv41::kernels::detail {
@@ -49,6 +50,7 @@ template <bool kPairOrder>
 __global__ void __launch_bounds__(256)
     gemv_tc_split_kernel(const float* __restrict__ x, int64_t rows, int64_t cols,
                          __half* __restrict__ xq, float* __restrict__ xf) {
+  pdl_begin();
   const int64_t blocks = cols / 32;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   // Lanes past the end stay for the shuffles.

@@ -2,6 +2,7 @@
 // a grid of (128-row weight tiles, 64- or 128-row activation tiles).
 #include <type_traits>
 
+#include "common/launch.cuh"
 #include "dsv41k/launchers.hpp"
 #include "linear/quant_gemm.cuh"
 
@@ -17,6 +18,7 @@ __global__ void __launch_bounds__(detail::kGemmThreads, kBM == 64 ? 3 : 2)
     quant_gemm_kernel(const float* __restrict__ x, const uint8_t* __restrict__ w,
                       const uint8_t* __restrict__ scale, float* __restrict__ y, int64_t rows,
                       int64_t out, int64_t in) {
+  detail::pdl_begin();
   const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kBM;
   const int64_t left = rows - m0;
   const int r = static_cast<int>(left < kBM ? left : kBM);
@@ -39,8 +41,8 @@ void launch_tiles(const float* x, const uint8_t* w, const uint8_t* scale, float*
                   int64_t out, int64_t in, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((out + detail::kGemmBN - 1) / detail::kGemmBN),
                   static_cast<unsigned>((rows + kBM - 1) / kBM));
-  quant_gemm_kernel<Fmt, kParts, kBM>
-      <<<grid, detail::kGemmThreads, 0, stream>>>(x, w, scale, y, rows, out, in);
+  (void)detail::launch_kernel(quant_gemm_kernel<Fmt, kParts, kBM>, grid, detail::kGemmThreads, 0,
+                              stream, x, w, scale, y, rows, out, in);
 }
 
 template <class Fmt, int kParts>

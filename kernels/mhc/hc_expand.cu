@@ -2,6 +2,7 @@
 // Σ_j comb[t, j, k] · H_old[t, j, d], in the CPU reference's order (model/mhc.cpp hc_expand:
 // acc = post·y, then j ascending, each product and sum rounded to fp32 separately), one thread
 // per output element.
+#include "common/launch.cuh"
 #include "dsv41k/mhc.hpp"
 
 namespace dsv41::kernels {
@@ -13,6 +14,7 @@ __global__ void __launch_bounds__(kThreads)
     hc_expand_kernel(const float* __restrict__ y, const float* __restrict__ H_old,
                      const float* __restrict__ post, const float* __restrict__ comb,
                      float* __restrict__ H_new, int64_t T, int hc, int64_t D) {
+  detail::pdl_begin();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= T * hc * D) return;
   const int64_t d = i % D, tk = i / D, t = tk / hc;
@@ -34,9 +36,9 @@ cudaError_t hc_expand(const float* y, const float* H_old, const float* post, con
   if (T > (int64_t{0x7FFFFFFF} * kThreads) / (D * hc)) return cudaErrorInvalidValue;
   if (T == 0) return cudaSuccess;
   const int64_t n = T * hc * D;
-  hc_expand_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
-      y, H_old, post, comb, H_new, T, hc, D);
-  return cudaGetLastError();
+  return detail::launch_kernel(hc_expand_kernel,
+                               static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0,
+                               stream, y, H_old, post, comb, H_new, T, hc, D);
 }
 
 }  // namespace dsv41::kernels

@@ -8,6 +8,7 @@
 // post or comb: exactly (2+hc)·hc floats per token), then hc_finish (one warp per token) applies
 // the reference's fp32 op sequence in place (hc_mix_ops.cuh). hc_site.cu fuses the same pieces
 // with the collapse and norm of a site for the forward pass.
+#include "common/launch.cuh"
 #include "dsv41k/mhc.hpp"
 #include "mhc/hc_mix_ops.cuh"
 
@@ -20,6 +21,7 @@ constexpr int kFinishWarps = 4;
 __global__ void __launch_bounds__(kProjThreads)
     hc_project(const float* __restrict__ H, const float* __restrict__ fn, float* pre, float* post,
                float* comb, int hc, int64_t flat, float norm_eps) {
+  detail::pdl_begin();
   __shared__ double part[2 * kProjThreads / 32];
   const int mix = (2 + hc) * hc;
   const int64_t t = blockIdx.x / mix;
@@ -35,6 +37,7 @@ __global__ void __launch_bounds__(kProjThreads)
 __global__ void __launch_bounds__(32 * kFinishWarps)
     hc_finish(const float* __restrict__ base, const float* __restrict__ scale, float* pre,
               float* post, float* comb, int64_t T, int hc, int iters, float hc_eps) {
+  detail::pdl_begin();
   __shared__ float cs[kFinishWarps][hcm::kHcMaxEntries];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * kFinishWarps + warp;
@@ -54,14 +57,13 @@ cudaError_t hc_mixes(const float* H, const float* fn, const float* base, const f
   const int64_t mix = static_cast<int64_t>(2 + hc) * hc;
   if (T > 0x7FFFFFFF / mix) return cudaErrorInvalidValue;
   if (T == 0) return cudaSuccess;
-  hc_project<<<static_cast<unsigned>(T * mix), kProjThreads, 0, stream>>>(H, fn, pre, post, comb,
-                                                                          hc, hc * D, norm_eps);
+  (void)detail::launch_kernel(hc_project, static_cast<unsigned>(T * mix), kProjThreads, 0, stream,
+                              H, fn, pre, post, comb, hc, hc * D, norm_eps);
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   const unsigned blocks = static_cast<unsigned>((T + kFinishWarps - 1) / kFinishWarps);
-  hc_finish<<<blocks, 32 * kFinishWarps, 0, stream>>>(base, scale, pre, post, comb, T, hc,
-                                                      sinkhorn_iters, hc_eps);
-  return cudaGetLastError();
+  return detail::launch_kernel(hc_finish, blocks, 32 * kFinishWarps, 0, stream, base, scale, pre,
+                               post, comb, T, hc, sinkhorn_iters, hc_eps);
 }
 
 }  // namespace dsv41::kernels

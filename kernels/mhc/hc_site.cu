@@ -13,6 +13,7 @@
 // rounding (~1e-16 relative), as hc_mixes' do.
 #include <algorithm>
 
+#include "common/launch.cuh"
 #include "dsv41k/mhc.hpp"
 #include "mhc/hc_mix_ops.cuh"
 
@@ -92,6 +93,7 @@ __device__ void collapse_norm(const Args& a, int64_t t, double* part) {
 }
 
 __global__ void __launch_bounds__(kThreads) hc_site_kernel(const __grid_constant__ Args a) {
+  detail::pdl_begin();
   __shared__ double part[2 * kThreads / 32];
   __shared__ float l[hcm::kHcMaxEntries];
   __shared__ int last;
@@ -170,8 +172,8 @@ cudaError_t hc_site(const float* H, const float* fn, const float* base, const fl
   a.T = T, a.D = D, a.flat = flat, a.S = S, a.chunk = (flat + S - 1) / S;
   a.hc = hc, a.mix = mix, a.iters = sinkhorn_iters;
   a.hc_eps = hc_eps, a.norm_eps = norm_eps;
-  hc_site_kernel<<<static_cast<unsigned>(T + T * mix * S), kThreads, 0, stream>>>(a);
-  return cudaGetLastError();
+  return detail::launch_kernel(hc_site_kernel, static_cast<unsigned>(T + T * mix * S), kThreads, 0,
+                               stream, a);
 }
 
 }  // namespace dsv41::kernels

@@ -5,6 +5,7 @@
 // insertion sort of <= k entries), then each thread sums its column in that order with IEEE adds.
 // No atomics. (One block per token left a 1-row decode step with one block of 20 dependent
 // column iterations: 43 us under ncu on the H200, against a few us over 40 blocks.)
+#include "common/launch.cuh"
 #include "dsv41k/moe.hpp"
 
 namespace dsv41::kernels {
@@ -16,6 +17,7 @@ __global__ void __launch_bounds__(kThreads)
     combine_kernel(const float* __restrict__ ys, const int32_t* __restrict__ ids,
                    const int32_t* __restrict__ inv, const float* shared, float* y, int k, int64_t D,
                    int64_t col_blocks) {
+  detail::pdl_begin();
   __shared__ int slot[kMoeMaxTopK];
   __shared__ int n_local;
   const int64_t t = blockIdx.x / col_blocks;
@@ -64,9 +66,8 @@ cudaError_t moe_combine(const float* ys, const int32_t* ids, const int32_t* inv,
   const int64_t col_blocks = (D + kThreads - 1) / kThreads;
   if (T > 0x7FFFFFFF / col_blocks) return cudaErrorInvalidValue;
   if (T == 0) return cudaSuccess;
-  combine_kernel<<<static_cast<unsigned>(T * col_blocks), kThreads, 0, stream>>>(
-      ys, ids, inv, shared, y, k, D, col_blocks);
-  return cudaGetLastError();
+  return detail::launch_kernel(combine_kernel, static_cast<unsigned>(T * col_blocks), kThreads, 0,
+                               stream, ys, ids, inv, shared, y, k, D, col_blocks);
 }
 
 }  // namespace dsv41::kernels

@@ -5,6 +5,7 @@
 // rows). Null-w and rows-0 descriptors exit at once, so capacity-sized launches are graph-safe.
 #include <algorithm>
 
+#include "common/launch.cuh"
 #include "dsv41k/moe.hpp"
 #include "exl3/exl3_gemm_block.cuh"
 #include "moe/moe_exl3_desc.cuh"
@@ -26,6 +27,7 @@ __global__ void __launch_bounds__(exl3g::kGemmThreads, 1)
     grouped_exl3_gemm_kernel(const MoeGemvDesc* __restrict__ desc, const float* __restrict__ x,
                              int64_t x_cols, float* __restrict__ y, int64_t y_cols, int64_t k,
                              int64_t n, int max_k) {
+  detail::pdl_begin();
   extern __shared__ __align__(16) uint8_t smem[];
   exl3g::MatrixIo io;
   int K = 0;
@@ -57,9 +59,8 @@ cudaError_t moe_grouped_exl3_gemm(const MoeGemvDesc* desc, int n_desc, int max_k
     return e;
   const dim3 grid(static_cast<unsigned>((n + exl3g::kGemmCols - 1) / exl3g::kGemmCols),
                   static_cast<unsigned>(n_desc));
-  grouped_exl3_gemm_kernel<<<grid, exl3g::kGemmThreads, smem, stream>>>(desc, x, x_cols, y, y_cols,
-                                                                        k, n, max_k);
-  return cudaGetLastError();
+  return detail::launch_kernel(grouped_exl3_gemm_kernel, grid, exl3g::kGemmThreads, smem, stream,
+                               desc, x, x_cols, y, y_cols, k, n, max_k);
 }
 
 }  // namespace dsv41::kernels

@@ -9,6 +9,7 @@
 // matrices, docs/perf.md), so no workspace either.
 #include <algorithm>
 
+#include "common/launch.cuh"
 #include "dsv41k/moe.hpp"
 #include "moe/moe_exl3_desc.cuh"
 
@@ -34,6 +35,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     grouped_exl3_gemv_kernel(const MoeGemvDesc* __restrict__ desc, const float* __restrict__ x,
                              int64_t x_cols, float* __restrict__ y, int64_t y_cols, int64_t k,
                              int64_t n, int max_k) {
+  detail::pdl_begin();
   extern __shared__ __align__(16) uint8_t smem[];
   __shared__ int last_flag;
   exl3g::MatrixIo io;
@@ -56,8 +58,8 @@ cudaError_t launch(const MoeGemvDesc* desc, int n_desc, int max_k, const float* 
       e != cudaSuccess)
     return e;
   const dim3 grid(static_cast<unsigned>(n / 128), static_cast<unsigned>(n_desc));
-  kern<<<grid, kThreads, smem, stream>>>(desc, x, x_cols, y, y_cols, k, n, max_k);
-  return cudaGetLastError();
+  return detail::launch_kernel(kern, grid, kThreads, smem, stream, desc, x, x_cols, y, y_cols, k, n,
+                               max_k);
 }
 
 }  // namespace

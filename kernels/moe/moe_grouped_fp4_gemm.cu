@@ -3,6 +3,7 @@
 // 128-row weight tile, and the block runs the body of fp4_expert_gemm (linear/quant_gemm.cuh).
 // Descriptors with rows == 0 (unused capacity) exit at once, so capacity-sized launches are
 // graph-safe.
+#include "common/launch.cuh"
 #include "dsv41k/moe.hpp"
 #include "linear/quant_gemm.cuh"
 
@@ -13,6 +14,7 @@ template <int kParts>
 __global__ void __launch_bounds__(detail::kGemmThreads, 3)
     grouped_fp4_gemm_kernel(const MoeGemvDesc* __restrict__ desc, const float* __restrict__ x,
                             float* __restrict__ y, int64_t out, int64_t in) {
+  detail::pdl_begin();
   const MoeGemvDesc d = desc[blockIdx.y];
   const int rows = min(d.rows, kMoeGemmTileRows);
   if (rows <= 0) return;  // uniform over the block
@@ -34,13 +36,16 @@ cudaError_t moe_grouped_fp4_gemm(const MoeGemvDesc* desc, int n_desc, const floa
                   static_cast<unsigned>(n_desc));
   switch (xp) {
     case GemmX::kBf16:
-      grouped_fp4_gemm_kernel<1><<<grid, detail::kGemmThreads, 0, stream>>>(desc, x, y, out, in);
+      (void)detail::launch_kernel(grouped_fp4_gemm_kernel<1>, grid, detail::kGemmThreads, 0, stream,
+                                  desc, x, y, out, in);
       break;
     case GemmX::kBf16x2:
-      grouped_fp4_gemm_kernel<2><<<grid, detail::kGemmThreads, 0, stream>>>(desc, x, y, out, in);
+      (void)detail::launch_kernel(grouped_fp4_gemm_kernel<2>, grid, detail::kGemmThreads, 0, stream,
+                                  desc, x, y, out, in);
       break;
     case GemmX::kFp32:
-      grouped_fp4_gemm_kernel<3><<<grid, detail::kGemmThreads, 0, stream>>>(desc, x, y, out, in);
+      (void)detail::launch_kernel(grouped_fp4_gemm_kernel<3>, grid, detail::kGemmThreads, 0, stream,
+                                  desc, x, y, out, in);
       break;
   }
   return cudaGetLastError();

@@ -6,6 +6,7 @@
 // (empty buckets, unused capacity) exit at once.
 #include <algorithm>
 
+#include "common/launch.cuh"
 #include "dsv41k/moe.hpp"
 #include "linear/fp4_row32.cuh"
 #include "linear/quant_gemv.cuh"
@@ -21,6 +22,7 @@ template <int T, int R, bool kStageX>
 __global__ void __launch_bounds__(kGemvThreads, 4)
     grouped_fp4_gemv_kernel(const MoeGemvDesc* __restrict__ desc, const float* __restrict__ x,
                             float* __restrict__ y, int64_t out, int64_t in, int ksplit) {
+  detail::pdl_begin();
   const MoeGemvDesc d = desc[blockIdx.y];
   const int rows = min(d.rows, T);
   if (rows <= 0) return;  // uniform over the block
@@ -54,6 +56,7 @@ __global__ void __launch_bounds__(kGemvThreads, 2)
     grouped_fp4_gemv_rows_kernel(const MoeGemvDesc* __restrict__ desc, const float* __restrict__ x,
                                  float* __restrict__ y, int64_t out, int64_t in, int ksplit,
                                  int stage_rows) {
+  detail::pdl_begin();
   const MoeGemvDesc d = desc[blockIdx.y];
   const int rows = min(d.rows, kMaxT);
   if (rows <= 0) return;  // uniform over the block
@@ -96,11 +99,11 @@ cudaError_t launch(const MoeGemvDesc* desc, int n_desc, const float* x, float* y
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(n_desc));
   const int64_t x_bytes = int64_t{T} * in * 4;
   if (T <= 8 && x_bytes <= detail::gemv_stage_limit<T, R>()) {
-    grouped_fp4_gemv_kernel<T, R, (T <= 8)>
-        <<<grid, kGemvThreads, x_bytes, stream>>>(desc, x, y, out, in, ksplit);
+    (void)detail::launch_kernel(grouped_fp4_gemv_kernel<T, R, (T <= 8)>, grid, kGemvThreads,
+                                x_bytes, stream, desc, x, y, out, in, ksplit);
   } else {
-    grouped_fp4_gemv_kernel<T, R, false>
-        <<<grid, kGemvThreads, 0, stream>>>(desc, x, y, out, in, ksplit);
+    (void)detail::launch_kernel(grouped_fp4_gemv_kernel<T, R, false>, grid, kGemvThreads, 0, stream,
+                                desc, x, y, out, in, ksplit);
   }
   return cudaGetLastError();
 }
@@ -122,9 +125,9 @@ cudaError_t launch_rows(const MoeGemvDesc* desc, int n_desc, const float* x, flo
   for (int t = 1; t <= 8 && t <= kMaxT; t *= 2)
     if (int64_t{t} * in * 4 <= detail::kGemvStageXBytes - kStatic) stage_rows = t;
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(n_desc));
-  grouped_fp4_gemv_rows_kernel<kMaxT><<<grid, kGemvThreads, int64_t{stage_rows} * in * 4, stream>>>(
-      desc, x, y, out, in, ksplit, stage_rows);
-  return cudaGetLastError();
+  return detail::launch_kernel(grouped_fp4_gemv_rows_kernel<kMaxT>, grid, kGemvThreads,
+                               int64_t{stage_rows} * in * 4, stream, desc, x, y, out, in, ksplit,
+                               stage_rows);
 }
 
 }  // namespace

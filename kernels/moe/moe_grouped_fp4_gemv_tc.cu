@@ -17,6 +17,7 @@
 
 #include <cstdint>
 
+#include "common/launch.cuh"
 #include "common/mma_sync.cuh"
 #include "dsv41k/moe.hpp"
 #include "linear/gemv_tc.cuh"
@@ -71,6 +72,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     grouped_fp4_gemv_tc_kernel(const MoeGemvDesc* __restrict__ desc, const __half* __restrict__ xq,
                                const float* __restrict__ xf, float* __restrict__ y, int64_t out,
                                int64_t in, int S) {
+  detail::pdl_begin();
   __shared__ float red[8][kMT][kNT][4][32];
   const MoeGemvDesc dsc = desc[blockIdx.y];
   const int rows = min(dsc.rows, kMoeGemvMaxRows);
@@ -201,10 +203,10 @@ cudaError_t moe_grouped_fp4_gemv_tc(const MoeGemvDesc* desc, int n_desc, int max
   if (gx > 0x7FFFFFFF) return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(n_desc));
   if (max_rows <= 8)
-    grouped_fp4_gemv_tc_kernel<1><<<grid, kThreads, 0, stream>>>(desc, xq, xf, y, out, in, S);
-  else
-    grouped_fp4_gemv_tc_kernel<2><<<grid, kThreads, 0, stream>>>(desc, xq, xf, y, out, in, S);
-  return cudaGetLastError();
+    return detail::launch_kernel(grouped_fp4_gemv_tc_kernel<1>, grid, kThreads, 0, stream, desc, xq,
+                                 xf, y, out, in, S);
+  return detail::launch_kernel(grouped_fp4_gemv_tc_kernel<2>, grid, kThreads, 0, stream, desc, xq,
+                               xf, y, out, in, S);
 }
 
 }  // namespace dsv41::kernels

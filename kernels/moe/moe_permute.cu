@@ -8,6 +8,7 @@
 // ordering atomics), so each bucket is filled in token order.
 #include <algorithm>
 
+#include "common/launch.cuh"
 #include "dsv41k/moe.hpp"
 
 namespace dsv41::kernels {
@@ -20,6 +21,7 @@ __global__ void __launch_bounds__(kPermuteThreads)
     permute_kernel(const int32_t* __restrict__ ids, const float* __restrict__ weights,
                    int n_entries, int k, int expert_begin, int n_local, int32_t* counts,
                    int32_t* offsets, int32_t* slot_token, float* slot_weight, int32_t* inv) {
+  detail::pdl_begin();
   __shared__ int cnt[kMoeMaxExperts + 1];
   __shared__ int tile[kTile];
   for (int e = threadIdx.x; e < n_local; e += blockDim.x) cnt[e] = 0;
@@ -81,6 +83,7 @@ constexpr int64_t kGatherCols = 1024;
 __global__ void gather_kernel(const float* __restrict__ x, const int32_t* __restrict__ slot_token,
                               const int32_t* __restrict__ n_slots, float* __restrict__ xs,
                               int64_t D) {
+  detail::pdl_begin();
   const int64_t s = blockIdx.x;
   if (s >= *n_slots) return;
   const float* src = x + static_cast<int64_t>(slot_token[s]) * D;
@@ -105,6 +108,7 @@ constexpr int kDescThreads = kMoeMaxExperts;
 __global__ void __launch_bounds__(kDescThreads)
     descriptors_kernel(const int32_t* __restrict__ counts, const int32_t* __restrict__ offsets,
                        int n_local, TileSets sets, int tile_rows, int64_t capacity) {
+  detail::pdl_begin();
   __shared__ int64_t warp_sum[kDescThreads / 32];
   __shared__ int64_t total;
   const MoeTileSet& set = sets.set[blockIdx.x];
@@ -159,10 +163,9 @@ cudaError_t moe_permute(const int32_t* ids, const float* weights, int64_t T, int
       k > kMoeMaxTopK || expert_begin < 0 || expert_end <= expert_begin ||
       expert_end - expert_begin > kMoeMaxExperts || T * k > 0x7FFFFFFF)
     return cudaErrorInvalidValue;
-  permute_kernel<<<1, kPermuteThreads, 0, stream>>>(ids, weights, static_cast<int>(T * k), k,
-                                                    expert_begin, expert_end - expert_begin, counts,
-                                                    offsets, slot_token, slot_weight, inv);
-  return cudaGetLastError();
+  return detail::launch_kernel(permute_kernel, 1, kPermuteThreads, 0, stream, ids, weights,
+                               static_cast<int>(T * k), k, expert_begin, expert_end - expert_begin,
+                               counts, offsets, slot_token, slot_weight, inv);
 }
 
 cudaError_t moe_gather(const float* x, const int32_t* slot_token, const int32_t* n_slots, float* xs,
@@ -174,8 +177,7 @@ cudaError_t moe_gather(const float* x, const int32_t* slot_token, const int32_t*
   const int64_t col_blocks = (D + kGatherCols - 1) / kGatherCols;
   if (col_blocks > 65535) return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>(capacity), static_cast<unsigned>(col_blocks));
-  gather_kernel<<<grid, 256, 0, stream>>>(x, slot_token, n_slots, xs, D);
-  return cudaGetLastError();
+  return detail::launch_kernel(gather_kernel, grid, 256, 0, stream, x, slot_token, n_slots, xs, D);
 }
 
 int64_t moe_tile_capacity(int64_t T, int k, int n_local, int tile_rows) {
@@ -203,9 +205,8 @@ cudaError_t moe_expert_tile_sets(const int32_t* counts, const int32_t* offsets, 
     all.set[i] = t;
   }
   const unsigned threads = static_cast<unsigned>((n_local + 31) / 32 * 32);
-  descriptors_kernel<<<static_cast<unsigned>(n_sets), threads, 0, stream>>>(
-      counts, offsets, n_local, all, tile_rows, capacity);
-  return cudaGetLastError();
+  return detail::launch_kernel(descriptors_kernel, static_cast<unsigned>(n_sets), threads, 0,
+                               stream, counts, offsets, n_local, all, tile_rows, capacity);
 }
 
 cudaError_t moe_expert_tiles(const int32_t* counts, const int32_t* offsets, int n_local,

@@ -6,6 +6,7 @@
 // fp32 op sequence with unfused IEEE ops. One warp per token (below).
 #include <cmath>
 
+#include "common/launch.cuh"
 #include "dsv41k/moe.hpp"
 
 namespace dsv41::kernels {
@@ -43,6 +44,7 @@ __global__ void __launch_bounds__(kThreads)
                  int32_t* __restrict__ ids, float* __restrict__ weights,
                  float* __restrict__ biased_out, int64_t T, int E, int k, float gate_temp,
                  bool norm, float scaling) {
+  detail::pdl_begin();
   __shared__ float score_s[kWarps][kMoeMaxExperts], biased_s[kWarps][kMoeMaxExperts];
   __shared__ int order_s[kWarps][kMoeMaxTopK];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -107,10 +109,10 @@ cudaError_t moe_route(const float* logits, const float* bias, const float* bias_
       T > 0x7FFFFFFF)
     return cudaErrorInvalidValue;
   if (T == 0) return cudaSuccess;
-  route_kernel<<<static_cast<unsigned>((T + kWarps - 1) / kWarps), kThreads, 0, stream>>>(
-      logits, bias, bias_vl, image_flags, ids, weights, biased_scores, T, E, k, gate_temp,
-      norm_topk_prob, routed_scaling_factor);
-  return cudaGetLastError();
+  return detail::launch_kernel(route_kernel, static_cast<unsigned>((T + kWarps - 1) / kWarps),
+                               kThreads, 0, stream, logits, bias, bias_vl, image_flags, ids,
+                               weights, biased_scores, T, E, k, gate_temp, norm_topk_prob,
+                               routed_scaling_factor);
 }
 
 }  // namespace dsv41::kernels

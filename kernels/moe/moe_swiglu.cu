@@ -5,6 +5,7 @@
 // then (silu · u) · w.
 #include <algorithm>
 
+#include "common/launch.cuh"
 #include "dsv41k/moe.hpp"
 
 namespace dsv41::kernels {
@@ -16,6 +17,7 @@ __global__ void __launch_bounds__(kThreads)
     swiglu_kernel(float* __restrict__ g, const float* __restrict__ u,
                   const float* __restrict__ route_w, const int32_t* __restrict__ n_rows, int64_t n,
                   int64_t inter, float limit) {
+  detail::pdl_begin();
   const int64_t rows = n_rows ? min(n, static_cast<int64_t>(*n_rows)) : n;
   const int64_t total = rows * inter;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < total;
@@ -42,9 +44,8 @@ cudaError_t moe_swiglu(float* g, const float* u, const float* route_w, const int
     return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   const int64_t blocks = std::min<int64_t>((n * inter + kThreads - 1) / kThreads, 65536);
-  swiglu_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(g, u, route_w, n_rows, n,
-                                                                        inter, limit);
-  return cudaGetLastError();
+  return detail::launch_kernel(swiglu_kernel, static_cast<unsigned>(blocks), kThreads, 0, stream, g,
+                               u, route_w, n_rows, n, inter, limit);
 }
 
 }  // namespace dsv41::kernels

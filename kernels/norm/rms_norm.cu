@@ -2,6 +2,7 @@
 // y = x · (mean(x²) + eps)^-1/2 · w, as the CPU reference model/rms_norm.cpp computes it: the
 // sum of squares in fp64, then mean, sqrt and reciprocal in IEEE fp32 (nvcc's default -prec-div
 // and -prec-sqrt), then (x · inv) · w. eps is rms_norm_eps (1e-20 released): a zero row stays 0.
+#include "common/launch.cuh"
 #include "dsv41k/launchers.hpp"
 
 namespace dsv41::kernels {
@@ -11,6 +12,7 @@ constexpr int kNormThreads = 256;
 
 __global__ void __launch_bounds__(kNormThreads)
     rms_norm_kernel(const float* x, const float* __restrict__ w, float* y, int64_t n, float eps) {
+  detail::pdl_begin();
   __shared__ double partial[kNormThreads / 32];
   const float* xr = x + static_cast<int64_t>(blockIdx.x) * n;
   float* yr = y + static_cast<int64_t>(blockIdx.x) * n;
@@ -42,8 +44,8 @@ cudaError_t rms_norm(const float* x, const float* w, float* y, int64_t rows, int
   if (x == nullptr || y == nullptr || rows < 0 || n < 1 || rows > 0x7FFFFFFF)
     return cudaErrorInvalidValue;
   if (rows == 0) return cudaSuccess;
-  rms_norm_kernel<<<static_cast<unsigned>(rows), kNormThreads, 0, stream>>>(x, w, y, n, eps);
-  return cudaGetLastError();
+  return detail::launch_kernel(rms_norm_kernel, static_cast<unsigned>(rows), kNormThreads, 0,
+                               stream, x, w, y, n, eps);
 }
 
 }  // namespace dsv41::kernels

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "common/launch.cuh"
 #include "dsv41k/sampling.hpp"
 #include "sampling/sample_block.cuh"
 
@@ -70,6 +71,7 @@ __global__ void __launch_bounds__(kThreads)
     prepare_kernel(const float* logits, int64_t vocab, const SampleRowParams* params,
                    const SampleAdjust* adjust, const int32_t* adjust_offsets,
                    const uint32_t* allowed, void* ws) {
+  detail::pdl_begin();
   __shared__ int s_nan, s_pinf, s_ninf, s_first_nan, s_first_pinf;
   __shared__ unsigned long long s_best;
   __shared__ int hist[256];
@@ -185,6 +187,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 __global__ void __launch_bounds__(kWeightThreads) weights_kernel(int64_t vocab, void* ws) {
+  detail::pdl_begin();
   const RowView row = row_view(ws, vocab, blockIdx.y);
   if (!row.state->active) return;
   const int64_t end = min(vocab, static_cast<int64_t>(blockIdx.x + 1) * kWeightPerBlock);
@@ -200,6 +203,7 @@ __global__ void __launch_bounds__(kWeightThreads) weights_kernel(int64_t vocab, 
 // fixed-point masses (no sort, any number of survivors); tau's ties are then walked in id order.
 __global__ void __launch_bounds__(kThreads)
     top_p_kernel(int64_t vocab, const SampleRowParams* params, void* ws) {
+  detail::pdl_begin();
   __shared__ unsigned long long bins[256 * 3];
   __shared__ u128 s_part[kThreads];
   __shared__ u128 s_warp[kThreads / 32];
@@ -303,6 +307,7 @@ __global__ void __launch_bounds__(kThreads)
 // kSampleNoCandidate, never as status ok with token -1.
 __global__ void __launch_bounds__(kThreads)
     draw_kernel(int64_t vocab, const SampleRowParams* params, SampleResult* out, void* ws) {
+  detail::pdl_begin();
   __shared__ double s_warp[kThreads / 32];
   __shared__ int s_found, s_last;
   const int64_t r = blockIdx.x;
@@ -382,13 +387,13 @@ cudaError_t sample_tokens(const float* logits, int64_t rows, int64_t vocab,
       workspace_bytes < sample_tokens_workspace_bytes(rows, vocab))
     return cudaErrorInvalidValue;
   const unsigned R = static_cast<unsigned>(rows);
-  prepare_kernel<<<R, kThreads, 0, stream>>>(logits, vocab, params, adjust, adjust_offsets, allowed,
-                                             workspace);
+  (void)detail::launch_kernel(prepare_kernel, R, kThreads, 0, stream, logits, vocab, params, adjust,
+                              adjust_offsets, allowed, workspace);
   const unsigned chunks = static_cast<unsigned>((vocab + kWeightPerBlock - 1) / kWeightPerBlock);
-  weights_kernel<<<dim3(chunks, R), kWeightThreads, 0, stream>>>(vocab, workspace);
-  top_p_kernel<<<R, kThreads, 0, stream>>>(vocab, params, workspace);
-  draw_kernel<<<R, kThreads, 0, stream>>>(vocab, params, out, workspace);
-  return cudaGetLastError();
+  (void)detail::launch_kernel(weights_kernel, dim3(chunks, R), kWeightThreads, 0, stream, vocab,
+                              workspace);
+  (void)detail::launch_kernel(top_p_kernel, R, kThreads, 0, stream, vocab, params, workspace);
+  return detail::launch_kernel(draw_kernel, R, kThreads, 0, stream, vocab, params, out, workspace);
 }
 
 }  // namespace dsv41::kernels

@@ -2,6 +2,7 @@
 // ModelWeights::embed_row + the copy in Transformer::forward): H[t, k, d] = fp32(table[ids[t], d]).
 // BF16 -> fp32 is a 16-bit shift, so the result is bit-equal. One thread per (t, d) reads the
 // table once and writes the hc copies.
+#include "common/launch.cuh"
 #include "dsv41k/engram.hpp"
 
 namespace dsv41::kernels {
@@ -13,6 +14,7 @@ constexpr int kMaxStreams = 8;
 __global__ void __launch_bounds__(kThreads)
     embed_rows_kernel(const int32_t* __restrict__ ids, const uint16_t* __restrict__ table,
                       float* __restrict__ H, int64_t T, int hc, int64_t D, int64_t vocab) {
+  detail::pdl_begin();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= T * D) return;
   const int64_t t = i / D, d = i % D;
@@ -36,9 +38,9 @@ cudaError_t embed_rows(const int32_t* ids, const uint16_t* table, float* H, int6
   if (T > (int64_t{0x7FFFFFFF} * kThreads) / D) return cudaErrorInvalidValue;  // grid.x limit
   if (T == 0) return cudaSuccess;
   const int64_t n = T * D;
-  embed_rows_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
-      ids, table, H, T, hc, D, vocab);
-  return cudaGetLastError();
+  return detail::launch_kernel(embed_rows_kernel,
+                               static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0,
+                               stream, ids, table, H, T, hc, D, vocab);
 }
 
 }  // namespace dsv41::kernels

@@ -6,6 +6,7 @@
 // H[k, c] = H[k, c] + g·V[c] with separately rounded fp32 multiply and add, as the CPU does (an
 // FMA would round once and differ). With the same kv the result is bit-equal unless g lands on the
 // other side of an fp32 rounding boundary (then by <= 1 ulp of g, 2^-24).
+#include "common/launch.cuh"
 #include "dsv41k/engram.hpp"
 
 namespace dsv41::kernels {
@@ -25,6 +26,7 @@ __global__ void __launch_bounds__(kThreads)
     engram_gate_kernel(float* __restrict__ H, const float* __restrict__ kv,
                        const float* __restrict__ qk, const uint8_t* __restrict__ image_flags,
                        int hc, int64_t D, float eps) {
+  detail::pdl_begin();
   const int64_t t = blockIdx.x / hc;
   const int k = static_cast<int>(blockIdx.x % hc);
   float* h = H + (t * hc + k) * D;
@@ -89,9 +91,8 @@ cudaError_t engram_gate(float* H, const float* kv, const float* qk, const uint8_
   const auto k1 = k0 + static_cast<uintptr_t>(T * (hc + 1) * D) * sizeof(float);
   if (T > 0 && h0 < k1 && k0 < h1) return cudaErrorInvalidValue;
   if (T == 0) return cudaSuccess;
-  engram_gate_kernel<<<static_cast<unsigned>(T * hc), kThreads, 0, stream>>>(H, kv, qk, image_flags,
-                                                                             hc, D, eps);
-  return cudaGetLastError();
+  return detail::launch_kernel(engram_gate_kernel, static_cast<unsigned>(T * hc), kThreads, 0,
+                               stream, H, kv, qk, image_flags, hc, D, eps);
 }
 
 }  // namespace dsv41::kernels

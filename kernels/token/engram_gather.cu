@@ -3,6 +3,7 @@
 // decode exactly to fp32 and the product is one rounded multiply (exact unless it leaves the
 // normal range, where it rounds as the CPU's fp32 multiply does), so E is bit-equal. One thread per
 // output element; a warp reads 32 consecutive bytes of one row (the table may be host memory).
+#include "common/launch.cuh"
 #include "dsv41k/engram.hpp"
 
 namespace dsv41::kernels {
@@ -29,6 +30,7 @@ __global__ void __launch_bounds__(kThreads)
     engram_gather_kernel(const int64_t* __restrict__ ids, const uint8_t* __restrict__ table,
                          const uint8_t* __restrict__ table_scale, float* __restrict__ E, int64_t T,
                          int n_cols, int head_dim, int64_t table_rows) {
+  detail::pdl_begin();
   const int64_t width = static_cast<int64_t>(n_cols) * head_dim;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= T * width) return;
@@ -56,9 +58,9 @@ cudaError_t engram_gather(const int64_t* ids, const uint8_t* table, const uint8_
   if (T > (int64_t{0x7FFFFFFF} * kThreads) / width) return cudaErrorInvalidValue;  // grid.x
   if (T == 0) return cudaSuccess;
   const int64_t n = T * width;
-  engram_gather_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0,
-                         stream>>>(ids, table, table_scale, E, T, n_cols, head_dim, table_rows);
-  return cudaGetLastError();
+  return detail::launch_kernel(engram_gather_kernel,
+                               static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0,
+                               stream, ids, table, table_scale, E, T, n_cols, head_dim, table_rows);
 }
 
 }  // namespace dsv41::kernels

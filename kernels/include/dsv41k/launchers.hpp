@@ -14,6 +14,13 @@
 
 namespace dsv41::kernels {
 
+// Programmatic dependent launch (common/launch.cuh): on by default; every launcher of this
+// library then lets its grid start while the previous kernel on the stream finishes, and waits
+// inside the kernel before touching that kernel's output. Off gives plain stream order (the A/B
+// switch of the tunable DSV41_CUDA_PDL). A process-wide setting: set it before launching.
+void set_programmatic_launch(bool on);
+bool programmatic_launch();
+
 // Most activation rows one quantised GEMV call takes (decode: 1 token + up to 15 drafts).
 inline constexpr int kGemvMaxRows = 16;
 

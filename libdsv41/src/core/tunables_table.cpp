@@ -16,6 +16,10 @@ constexpr TunableSpec kSpecs[] = {
     {"DSV41_CUDA_MAX_CONTEXT", TunableType::kInt, "65536",
      "CUDA backend: longest sequence (sizes the score workspace; caps "
      "ModelInfo.max_position_embeddings)"},
+    {"DSV41_CUDA_PDL", TunableType::kBool, "true",
+     "CUDA backend: programmatic dependent launch (sm_90+): each kernel of a step starts while "
+     "the previous one finishes and streams its weights before waiting for its input; false = "
+     "plain stream order (the A/B switch; results are identical)"},
     {"DSV41_CUDA_PREFILL_X", TunableType::kString, "fp32",
      "CUDA backend: how activations enter the tensor-core GEMMs of the large projections in steps "
      "of more than 16 rows (prefill): fp32 (three bf16 parts, rounds like the fp32 reference), "

@@ -8,6 +8,7 @@
 #include "backend/cuda/forward/cuda_transformer.hpp"
 #include "backend/cuda/forward/device_sampler.hpp"
 #include "core/check.hpp"
+#include "dsv41k/launchers.hpp"
 #include "model/transformer.hpp"
 #include "runtime/forward_backend.hpp"
 
@@ -79,6 +80,8 @@ class CudaBackend final : public ForwardBackend {
 
 std::unique_ptr<ForwardBackend> make_cuda_backend(const Transformer& t,
                                                   const CudaBackendOptions& opts) {
+  // A process-wide setting of the kernel library (dsv41k/launchers.hpp), set before any launch.
+  kernels::set_programmatic_launch(opts.programmatic_launch);
   cuda::CudaForwardOptions o;
   o.max_chunk = opts.max_chunk;
   o.prefill_x = static_cast<kernels::GemmX>(opts.prefill_x_parts);

@@ -81,6 +81,7 @@ struct CudaBackendOptions {
   int max_chunk = 2048;         // tokens per device step (DSV41_CUDA_MAX_CHUNK)
   int64_t max_context = 65536;  // longest sequence (DSV41_CUDA_MAX_CONTEXT)
   int prefill_x_parts = 3;      // bf16 parts of GEMM inputs at prefill, 1..3 (DSV41_CUDA_PREFILL_X)
+  bool programmatic_launch = true;  // dependent launch of the kernels (DSV41_CUDA_PDL)
 };
 // The CUDA backend: uploads t's weights to the current device (t must outlive it). Defined by
 // cuda_backend.cpp in a DSV41_CUDA build, else by cuda_backend_absent.cpp (kUnsupported).

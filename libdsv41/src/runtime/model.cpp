@@ -118,6 +118,7 @@ Result<Model> Model::load(const ModelParams& params) {
       DSV41_CHECK(o.prefill_x_parts != 0, kInvalidArgument,
                   "DSV41_CUDA_PREFILL_X = \"{}\" must be \"fp32\", \"bf16x2\" or \"bf16\"",
                   prefill_x);
+      o.programmatic_launch = tun.get_bool("DSV41_CUDA_PDL");
       o.max_chunk = static_cast<int>(chunk);
       o.max_context = context;
       impl->backend = make_cuda_backend(*impl->transformer, o);
