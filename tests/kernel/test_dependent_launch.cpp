@@ -24,6 +24,10 @@ struct Chain {
 // x_{i+1} = W · rms_norm(x_i), all steps queued on `stream` (or captured into a graph and
 // replayed), xn reused by every step; returns x_1 .. x_kSteps.
 std::vector<std::vector<float>> run_chain(const Chain& c, bool pdl, bool graph) {
+  // The switch is process-wide: back to the default however this returns.
+  struct Restore {
+    ~Restore() { kernels::set_programmatic_launch(true); }
+  } restore;
   kernels::set_programmatic_launch(pdl);
   cuda::CudaStream stream;
   cuda::DeviceBuffer dw(c.w.size()), ds(c.s.size()), dxn(c.x0.size() * 4);
@@ -58,7 +62,6 @@ std::vector<std::vector<float>> run_chain(const Chain& c, bool pdl, bool graph) 
     queue();
     stream.synchronize();
   }
-  kernels::set_programmatic_launch(true);
   std::vector<std::vector<float>> out;
   for (int i = 1; i <= kSteps; ++i) {
     out.emplace_back(c.x0.size());
