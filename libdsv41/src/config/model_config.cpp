@@ -15,10 +15,14 @@ namespace dsv41 {
 
 const char* attn_role_name(AttnRole r) {
   switch (r) {
-    case AttnRole::kSwa: return "swa";
-    case AttnRole::kFull: return "full";
-    case AttnRole::kReuse: return "reuse";
-    case AttnRole::kReindex: return "reindex";
+    case AttnRole::kSwa:
+      return "swa";
+    case AttnRole::kFull:
+      return "full";
+    case AttnRole::kReuse:
+      return "reuse";
+    case AttnRole::kReindex:
+      return "reindex";
   }
   return "?";
 }
@@ -81,8 +85,8 @@ class Reader {
     size_t i = 0;
     for (element x : a) {
       int64_t v;
-      DSV41_CHECK(!x.get_int64().get(v), kInvalidArgument, "{}[{}] must be an integer",
-                  where(key), i);
+      DSV41_CHECK(!x.get_int64().get(v), kInvalidArgument, "{}[{}] must be an integer", where(key),
+                  i);
       out->push_back(static_cast<T>(v));
       ++i;
     }
@@ -173,6 +177,19 @@ void read_text(const Reader& r, TextConfig* t) {
   }
 }
 
+void read_vision(const Reader& r, VisionConfig* v) {
+  r.integer("hidden_size", &v->hidden_size);
+  r.integer("intermediate_size", &v->intermediate_size);
+  r.integer("num_hidden_layers", &v->num_hidden_layers);
+  r.integer("num_attention_heads", &v->num_attention_heads);
+  r.integer("patch_size", &v->patch_size);
+  r.integer("downsample_ratio", &v->downsample_ratio);
+  r.number("rope_theta", &v->rope_theta);
+  r.integer("max_image_tokens", &v->max_image_tokens);
+  r.integer("min_pixels", &v->min_pixels);
+  r.number("max_wh_ratio", &v->max_wh_ratio);
+}
+
 }  // namespace
 
 Result<ModelConfig> ModelConfig::parse(const std::string& json, const std::string& origin) {
@@ -200,6 +217,7 @@ Result<ModelConfig> ModelConfig::parse(const std::string& json, const std::strin
     }
     object vision;
     cfg.has_vision = r.sub("vision_config", &vision);
+    if (cfg.has_vision) read_vision(r.child(vision, "vision_config"), &cfg.vision);
     object q;
     if (r.sub("quantization_config", &q)) {
       Reader qr = r.child(q, "quantization_config");

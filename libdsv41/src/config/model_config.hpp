@@ -20,16 +20,16 @@ const char* attn_role_name(AttnRole r);
 
 struct LayerRole {
   int layer = 0;
-  int ratio = 0;              // compress_ratios[layer]
+  int ratio = 0;  // compress_ratios[layer]
   AttnRole role = AttnRole::kSwa;
   bool kv_source = false;     // owns a compressor + index-key cache
   bool index_source = false;  // owns indexer queries (wq_b, weights_proj)
   bool candidate_source = false;
-  bool engram = false;        // Engram block runs before this layer's attention site
-  int kv_layer = -1;          // layer whose compressed KV this layer attends (-1: ratio 0)
-  int index_layer = -1;       // layer whose top-k selection this layer uses (-1: ratio 0)
-  int candidate_layer = -1;   // Reindex: the candidate source whose mask restricts the top-k
-  bool compress_rope = false; // ratio > 0: "compress" RoPE (YaRN, compress_rope_theta)
+  bool engram = false;         // Engram block runs before this layer's attention site
+  int kv_layer = -1;           // layer whose compressed KV this layer attends (-1: ratio 0)
+  int index_layer = -1;        // layer whose top-k selection this layer uses (-1: ratio 0)
+  int candidate_layer = -1;    // Reindex: the candidate source whose mask restricts the top-k
+  bool compress_rope = false;  // ratio > 0: "compress" RoPE (YaRN, compress_rope_theta)
 };
 
 struct RopeScaling {
@@ -98,11 +98,28 @@ struct TextConfig {
 };
 
 struct QuantizationConfig {
-  std::string quant_method;     // "fp8"
-  int weight_block_rows = 32;   // weight_block_size[0]
-  int weight_block_cols = 32;   // weight_block_size[1]
-  std::string scale_fmt;        // "ue8m0"
-  std::string expert_dtype;     // "fp4"
+  std::string quant_method;    // "fp8"
+  int weight_block_rows = 32;  // weight_block_size[0]
+  int weight_block_cols = 32;  // weight_block_size[1]
+  std::string scale_fmt;       // "ue8m0"
+  std::string expert_dtype;    // "fp4"
+};
+
+// vision_config (spec §7.1): the ViT, its 3x3 merge into the aligner, and the image sizing rules
+// of §7.2. Defaults are the released values.
+struct VisionConfig {
+  int hidden_size = 1024;
+  int intermediate_size = 2816;
+  int num_hidden_layers = 32;
+  int num_attention_heads = 16;
+  int patch_size = 14;
+  int downsample_ratio = 3;
+  double rope_theta = 10000.0;
+  int max_image_tokens = 1024;  // span length cap, delimiters included
+  int64_t min_pixels = 295936;  // smaller images are sized up to this area (544²)
+  double max_wh_ratio = 0.0;    // null in the release: 0 = no cap
+
+  int head_dim() const { return hidden_size / num_attention_heads; }
 };
 
 struct ModelConfig {
@@ -112,8 +129,9 @@ struct ModelConfig {
   int pad_token_id = 2;
   int image_token_id = -1;
   bool tie_word_embeddings = false;
-  bool has_vision = false;
+  bool has_vision = false;  // vision_config present (the tower's tensors are checked at bind)
   TextConfig text;
+  VisionConfig vision;
   QuantizationConfig quant;
   std::vector<LayerRole> roles;  // derived by validate(): one per backbone layer
 

@@ -20,8 +20,8 @@ void check_layer_list(const std::vector<int>& ids, int n, const char* key) {
   for (size_t i = 0; i < ids.size(); ++i) {
     CFG_CHECK(ids[i] >= 0 && ids[i] < n, "text_config.{}[{}] = {} is outside [0, {})", key, i,
               ids[i], n);
-    CFG_CHECK(i == 0 || ids[i] > ids[i - 1], "text_config.{} must be strictly increasing ({} after {})",
-              key, ids[i], ids[i - 1]);
+    CFG_CHECK(i == 0 || ids[i] > ids[i - 1],
+              "text_config.{} must be strictly increasing ({} after {})", key, ids[i], ids[i - 1]);
   }
 }
 
@@ -48,10 +48,10 @@ void check_text(const TextConfig& t) {
   CFG_CHECK(t.num_key_value_heads == 1,
             "text_config.num_key_value_heads = {}: V4.1 attention has one shared K=V latent (1)",
             t.num_key_value_heads);
-  CFG_CHECK(t.qk_rope_head_dim > 0 && t.qk_rope_head_dim % 2 == 0 &&
-                t.qk_rope_head_dim <= t.head_dim,
-            "text_config.qk_rope_head_dim = {} must be even and in (0, head_dim = {}]",
-            t.qk_rope_head_dim, t.head_dim);
+  CFG_CHECK(
+      t.qk_rope_head_dim > 0 && t.qk_rope_head_dim % 2 == 0 && t.qk_rope_head_dim <= t.head_dim,
+      "text_config.qk_rope_head_dim = {} must be even and in (0, head_dim = {}]",
+      t.qk_rope_head_dim, t.head_dim);
   CFG_CHECK(t.num_attention_heads % t.o_groups == 0,
             "text_config.o_groups = {} must divide num_attention_heads = {}", t.o_groups,
             t.num_attention_heads);
@@ -90,8 +90,9 @@ void check_engram(const TextConfig& t) {
             "text_config.engram_num_embeddings has {} entries, engram_layer_ids has {}",
             t.engram_num_embeddings.size(), t.engram_layer_ids.size());
   for (size_t i = 0; i < t.engram_num_embeddings.size(); ++i)
-    CFG_CHECK(t.engram_num_embeddings[i] > 0, "text_config.engram_num_embeddings[{}] = {} must be positive",
-              i, t.engram_num_embeddings[i]);
+    CFG_CHECK(t.engram_num_embeddings[i] > 0,
+              "text_config.engram_num_embeddings[{}] = {} must be positive", i,
+              t.engram_num_embeddings[i]);
   CFG_CHECK(t.engram_max_ngram_size >= 2, "text_config.engram_max_ngram_size = {} must be >= 2",
             t.engram_max_ngram_size);
   positive(t.engram_n_heads, "engram_n_heads");
@@ -157,7 +158,8 @@ std::vector<LayerRole> derive_roles(const TextConfig& t) {
     if (r.kv_source) last_kv = i;
     if (r.index_source) last_index = i;
     if (r.ratio == 0) {
-      CFG_CHECK(!r.kv_source, "text_config.kv_source_layer_ids names layer {}, whose compress_ratio is 0", i);
+      CFG_CHECK(!r.kv_source,
+                "text_config.kv_source_layer_ids names layer {}, whose compress_ratio is 0", i);
       CFG_CHECK(!r.index_source,
                 "text_config.index_source_layer_ids names layer {}, whose compress_ratio is 0", i);
       r.role = AttnRole::kSwa;
@@ -189,13 +191,38 @@ std::vector<LayerRole> derive_roles(const TextConfig& t) {
   return roles;
 }
 
+// §7: head_dim even (2D RoPE rotates halves, each half split between rows and columns: a
+// multiple of 4), the 3-delimiter span fits max_image_tokens.
+void check_vision(const VisionConfig& v, int image_token_id) {
+  for (auto [x, key] : {std::pair{v.hidden_size, "hidden_size"},
+                        {v.intermediate_size, "intermediate_size"},
+                        {v.num_hidden_layers, "num_hidden_layers"},
+                        {v.num_attention_heads, "num_attention_heads"},
+                        {v.patch_size, "patch_size"},
+                        {v.downsample_ratio, "downsample_ratio"}})
+    CFG_CHECK(x > 0, "vision_config.{} = {} must be positive", key, x);
+  CFG_CHECK(v.hidden_size % v.num_attention_heads == 0 && v.head_dim() % 4 == 0,
+            "vision_config.hidden_size = {} must split into num_attention_heads = {} heads whose "
+            "size is a multiple of 4 (2D RoPE)",
+            v.hidden_size, v.num_attention_heads);
+  CFG_CHECK(v.rope_theta > 0, "vision_config.rope_theta = {} must be positive", v.rope_theta);
+  CFG_CHECK(v.max_image_tokens >= 4,
+            "vision_config.max_image_tokens = {} must be at least 4 (start, one row, end)",
+            v.max_image_tokens);
+  CFG_CHECK(v.min_pixels >= 0, "vision_config.min_pixels = {} must be >= 0", v.min_pixels);
+  CFG_CHECK(v.max_wh_ratio >= 0, "vision_config.max_wh_ratio = {} must be >= 0 (or null)",
+            v.max_wh_ratio);
+  CFG_CHECK(image_token_id >= 0, "image_token_id must be set when vision_config is present");
+}
+
 }  // namespace
 
 Status ModelConfig::validate() {
   return detail::capture_status([&] {
     const TextConfig& t = text;
     check_text(t);
-    for (auto [v, key] : {std::pair{bos_token_id, "bos_token_id"}, {eos_token_id, "eos_token_id"},
+    for (auto [v, key] : {std::pair{bos_token_id, "bos_token_id"},
+                          {eos_token_id, "eos_token_id"},
                           {pad_token_id, "pad_token_id"}}) {
       CFG_CHECK(v >= 0 && v < t.vocab_size, "{} = {} is outside the vocabulary [0, {})", key, v,
                 t.vocab_size);
@@ -217,6 +244,7 @@ Status ModelConfig::validate() {
                 t.dspark_noise_token_id, t.vocab_size);
     }
     check_engram(t);
+    if (has_vision) check_vision(vision, image_token_id);
     if (t.num_nextn_predict_layers > 0)
       check_layer_list(t.dspark_target_layer_ids, t.num_hidden_layers, "dspark_target_layer_ids");
     roles = derive_roles(t);

@@ -254,7 +254,8 @@ std::vector<float> Transformer::head(const float* H, const std::vector<float>& p
 }
 
 std::vector<float> Transformer::forward(SequenceState& st, std::span<const int32_t> ids,
-                                        std::span<const uint8_t> image_flags) const {
+                                        std::span<const uint8_t> image_flags,
+                                        std::span<const float> image_embeds) const {
   const int64_t T = static_cast<int64_t>(ids.size());
   const int64_t D = shape_.dim, hc = shape_.hc;
   DSV41_CHECK(T > 0, kInvalidArgument, "forward: no tokens");
@@ -263,13 +264,25 @@ std::vector<float> Transformer::forward(SequenceState& st, std::span<const int32
   DSV41_CHECK(st.pos + T <= cfg_.text.max_position_embeddings, kContextOverflow,
               "forward: positions up to {} exceed max_position_embeddings {}", st.pos + T,
               cfg_.text.max_position_embeddings);
+  const int64_t flagged =
+      std::count_if(image_flags.begin(), image_flags.end(), [](uint8_t f) { return f != 0; });
+  DSV41_CHECK(image_embeds.empty() || static_cast<int64_t>(image_embeds.size()) == flagged * D,
+              kInvalidArgument,
+              "forward: {} image embedding values for {} image positions of width {} (expected {})",
+              image_embeds.size(), flagged, D, flagged * D);
   const int64_t pos0 = st.pos;
   st.attn.reserve_positions(pos0 + T);  // pool pages first: an error leaves the state unchanged
   // §3: every stream starts as the token embedding.
   std::vector<float> H(T * hc * D);
+  const float* image_row = image_embeds.empty() ? nullptr : image_embeds.data();
   for (int64_t t = 0; t < T; ++t) {
     float* h = H.data() + t * hc * D;
-    w_->embed_row(ids[t], h);
+    if (image_row && image_flags[t]) {
+      std::copy_n(image_row, D, h);
+      image_row += D;
+    } else {
+      w_->embed_row(ids[t], h);
+    }
     for (int64_t k = 1; k < hc; ++k) std::copy_n(h, D, h + k * D);
   }
   st.tokens.insert(st.tokens.end(), ids.begin(), ids.end());

@@ -93,9 +93,13 @@ class Transformer {
   const ExpertProvider& expert_provider() const { return *experts_; }
 
   // logits [T, vocab] (fp32) of the T tokens `ids` appended at state.pos;
-  // image_flags [T] or empty. Advances state.pos by T.
+  // image_flags [T] or empty (image-span positions: bias_vl routing, Engram dead). Advances
+  // state.pos by T. image_embeds (§7.4 step 4): empty, or [n_flagged, D] input embeddings that
+  // replace the token embedding at the flagged positions, in order (vision::VisionTower::span
+  // rows); kInvalidArgument naming both counts when the sizes disagree.
   std::vector<float> forward(SequenceState& st, std::span<const int32_t> ids,
-                             std::span<const uint8_t> image_flags = {}) const;
+                             std::span<const uint8_t> image_flags = {},
+                             std::span<const float> image_embeds = {}) const;
 
   // Engram hash row ids of positions [t0, t1) of the state's history:
   // [n_engram, t1-t0, cols].

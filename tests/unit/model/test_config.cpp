@@ -232,3 +232,57 @@ TEST_CASE("model config: fixture configs derive the golden layer roles", "[unit]
 
 }  // namespace
 }  // namespace dsv41
+
+namespace dsv41 {
+namespace {
+
+std::string with_vision(const std::string& body) {
+  return set_key(tiny8_json(), "vision_config",
+                 "{\"model_type\": \"deepseek_v41_vision\"" + body + "}");
+}
+
+TEST_CASE("model config: vision_config is read with the released defaults", "[unit][config]") {
+  Result<ModelConfig> c = ModelConfig::parse(tiny8_json(), "config.json");
+  REQUIRE(c.is_ok());
+  REQUIRE(c->validate().is_ok());
+  CHECK(c->has_vision);
+  CHECK(c->vision.hidden_size == 1024);
+  CHECK(c->vision.num_hidden_layers == 32);
+  CHECK(c->vision.head_dim() == 64);
+  CHECK(c->vision.min_pixels == 295936);
+  CHECK(c->vision.max_wh_ratio == 0.0);  // null
+  Result<ModelConfig> small = ModelConfig::parse(
+      with_vision(", \"hidden_size\": 32, \"num_attention_heads\": 2, \"patch_size\": 2, "
+                  "\"max_wh_ratio\": 2.5"),
+      "config.json");
+  REQUIRE(small.is_ok());
+  CHECK(small->vision.hidden_size == 32);
+  CHECK(small->vision.head_dim() == 16);
+  CHECK(small->vision.patch_size == 2);
+  CHECK(small->vision.max_image_tokens == 1024);  // absent: default
+  CHECK(small->vision.max_wh_ratio == 2.5);
+}
+
+TEST_CASE("model config: vision_config rules name the key", "[unit][config]") {
+  for (const char* key : {"hidden_size", "intermediate_size", "num_hidden_layers",
+                          "num_attention_heads", "patch_size", "downsample_ratio"})
+    expect_reject(with_vision(std::string(", \"") + key + "\": 0"), ErrorCode::kInvalidArgument,
+                  std::string("vision_config.") + key + " = 0 must be positive");
+  expect_reject(with_vision(", \"hidden_size\": 30, \"num_attention_heads\": 3"),
+                ErrorCode::kInvalidArgument, "multiple of 4 (2D RoPE)");
+  expect_reject(with_vision(", \"max_image_tokens\": 3"), ErrorCode::kInvalidArgument,
+                "vision_config.max_image_tokens = 3");
+  expect_reject(with_vision(", \"min_pixels\": -1"), ErrorCode::kInvalidArgument,
+                "vision_config.min_pixels = -1");
+  expect_reject(with_vision(", \"max_wh_ratio\": -2"), ErrorCode::kInvalidArgument,
+                "vision_config.max_wh_ratio = -2");
+  expect_reject(with_vision(", \"rope_theta\": 0"), ErrorCode::kInvalidArgument,
+                "vision_config.rope_theta = 0");
+  expect_reject(with_vision(", \"patch_size\": \"14\""), ErrorCode::kInvalidArgument,
+                "vision_config.patch_size must be an integer");
+  expect_reject(set_key(tiny8_json(), "image_token_id", "-1"), ErrorCode::kInvalidArgument,
+                "image_token_id must be set when vision_config is present");
+}
+
+}  // namespace
+}  // namespace dsv41
