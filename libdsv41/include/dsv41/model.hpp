@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dsv41/export.hpp"
+#include "dsv41/image.hpp"
 #include "dsv41/status.hpp"
 
 namespace dsv41 {
@@ -88,6 +89,12 @@ class DSV41_API Model {
   [[nodiscard]] Result<std::vector<int32_t>> tokenize(std::string_view text,
                                                       bool parse_special = true) const;
   [[nodiscard]] Result<std::string> detokenize(std::span<const int32_t> ids) const;
+
+  // The image's span embeddings from the vision tower (spec §7: sizing, letterbox, ViT,
+  // aligner), for Session::append_image. Runs on the CPU worker threads whatever the backend.
+  // Errors: kUnsupported when the checkpoint has no vision tower (names the missing part),
+  // kInvalidArgument naming the problem with the pixels (size, buffer length, aspect ratio).
+  [[nodiscard]] Result<ImageEmbedding> encode_image(const ImagePixels& image) const;
 
   // Tensor parallelism. tp_health: Ok unless the link to the other rank failed (rank died,
   // link stalled past the heartbeat timeout, abort): then that error, at once. Rank 0's

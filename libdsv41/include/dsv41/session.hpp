@@ -37,6 +37,14 @@ class DSV41_API Session {
   // forward pass itself (kOutOfMemory, kInternal) resets the session to position 0.
   [[nodiscard]] Result<std::vector<float>> append(std::span<const int32_t> ids,
                                                   bool all_logits = false);
+  // Appends an image span (Model::encode_image of this session's model): positions() positions
+  // carrying the config's image_token_id, with the image embeddings as their input (the router
+  // uses bias_vl there; Engram skips them). Returns the logits of the span's last position
+  // [vocab], or of every position with all_logits. One forward, whatever chunk_tokens.
+  // Errors: kInvalidArgument (an embedding of another width), kContextOverflow (nothing
+  // committed), kUnsupported on a backend that cannot take input embeddings (names it).
+  [[nodiscard]] Result<std::vector<float>> append_image(const ImageEmbedding& image,
+                                                        bool all_logits = false);
   int64_t position() const;
   // The most positions this session can hold: min(SessionParams.max_context, the model's
   // max_position_embeddings).

@@ -14,6 +14,15 @@ sampling::DeviceSampleOutcome ForwardBackend::forward_sample(BackendSequence&,
   DSV41_FAIL(kUnsupported, "the {} backend does not sample on a device", name());
 }
 
+std::vector<float> ForwardBackend::forward_image(BackendSequence&, std::span<const int32_t>,
+                                                 std::span<const uint8_t>, std::span<const float>,
+                                                 bool) const {
+  DSV41_FAIL(kUnsupported,
+             "the {} backend does not take image embeddings yet (images run on the CPU "
+             "backend: --backend cpu / DSV41_BACKEND=cpu)",
+             name());
+}
+
 std::vector<int32_t> ForwardBackend::dspark_draft(BackendSequence&, int32_t, int, float) const {
   DSV41_FAIL(kUnsupported,
              "the {} backend has no DSpark drafter (load the model with "
@@ -70,7 +79,13 @@ class CpuBackend final : public ForwardBackend {
   }
   std::vector<float> forward(BackendSequence& seq, std::span<const int32_t> ids,
                              bool all_rows) const override {
-    std::vector<float> logits = t_.forward(static_cast<CpuSequence&>(seq).state(), ids);
+    return forward_image(seq, ids, {}, {}, all_rows);
+  }
+  std::vector<float> forward_image(BackendSequence& seq, std::span<const int32_t> ids,
+                                   std::span<const uint8_t> flags, std::span<const float> embeds,
+                                   bool all_rows) const override {
+    std::vector<float> logits =
+        t_.forward(static_cast<CpuSequence&>(seq).state(), ids, flags, embeds);
     if (all_rows) return logits;
     const int64_t V = t_.config().text.vocab_size;
     return std::vector<float>(logits.end() - V, logits.end());

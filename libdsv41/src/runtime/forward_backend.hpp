@@ -51,6 +51,12 @@ class ForwardBackend {
   // Appends ids at seq.pos(); logits [T, vocab] (all_rows) or of the last token [vocab].
   virtual std::vector<float> forward(BackendSequence& seq, std::span<const int32_t> ids,
                                      bool all_rows) const = 0;
+  // forward() with image-span positions (spec §7.4): flags [T] (non-zero = span position),
+  // embeds [n_flagged, hidden] replacing the token embedding there, in order. Default:
+  // kUnsupported naming the backend.
+  virtual std::vector<float> forward_image(BackendSequence& seq, std::span<const int32_t> ids,
+                                           std::span<const uint8_t> flags,
+                                           std::span<const float> embeds, bool all_rows) const;
   // True when forward_sample() runs: the sampler's chain on the device that holds the logits.
   virtual bool samples_on_device() const { return false; }
   // Appends ids like forward(seq, ids, false) and samples the last row with plan where the

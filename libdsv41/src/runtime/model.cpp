@@ -75,6 +75,31 @@ int64_t state_bytes(const ModelInfo& info, int64_t tokens) {
          static_cast<int64_t>(std::ceil(info.state_bytes_per_token * static_cast<double>(tokens)));
 }
 
+namespace {
+
+// §7: the tower when the config declares one and the checkpoint has it. A checkpoint without it
+// (the text-only tiny models declare the released vision_config) still loads; images then fail
+// with the reason.
+void bind_vision(Model::Impl& m) {
+  const Transformer& t = *m.transformer;
+  if (!t.config().has_vision) {
+    m.vision_error =
+        Status(ErrorCode::kUnsupported, m.info.model_dir +
+                                            ": config.json has no vision_config (text-only "
+                                            "model): images are not supported");
+    return;
+  }
+  Status st = detail::capture_status([&] {
+    m.vision = std::make_unique<vision::VisionTower>(t.checkpoint(), t.config(), t.pool());
+  });
+  if (!st.is_ok())
+    m.vision_error = Status(ErrorCode::kUnsupported,
+                            m.info.model_dir + ": the checkpoint has no usable vision tower (" +
+                                st.message() + "): images are not supported");
+}
+
+}  // namespace
+
 Result<Model> Model::load(const ModelParams& params) {
   Status st = params.validate();
   if (!st.is_ok()) return st;
@@ -133,6 +158,7 @@ Result<Model> Model::load(const ModelParams& params) {
     const std::string tok = params.model_dir + "/tokenizer.json";
     if (file_exists(tok)) impl->tokenizer = Tokenizer::load(tok);
     impl->info = describe(*impl->transformer, *impl->backend, params.model_dir);
+    bind_vision(*impl);
   });
   if (!st.is_ok()) return st;
   return Model(std::move(impl));
@@ -175,6 +201,30 @@ Result<std::string> Model::detokenize(std::span<const int32_t> ids) const {
   Status st = detail::capture_status([&] { text = impl_->tokenizer->decode(ids); });
   if (!st.is_ok()) return st;
   return text;
+}
+
+ImageEmbedding::ImageEmbedding(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ImageEmbedding::ImageEmbedding(ImageEmbedding&&) noexcept = default;
+ImageEmbedding& ImageEmbedding::operator=(ImageEmbedding&&) noexcept = default;
+ImageEmbedding::~ImageEmbedding() = default;
+int64_t ImageEmbedding::positions() const { return impl_->layout.span_length(); }
+int ImageEmbedding::rows() const { return impl_->layout.llm_h; }
+int ImageEmbedding::cols() const { return impl_->layout.llm_w; }
+int64_t ImageEmbedding::embedding_dim() const { return impl_->dim; }
+std::span<const float> ImageEmbedding::values() const { return impl_->values; }
+
+Result<ImageEmbedding> Model::encode_image(const ImagePixels& image) const {
+  if (!impl_->vision) return impl_->vision_error;
+  vision::RgbImage rgb{image.width, image.height,
+                       std::vector<uint8_t>(image.rgb.begin(), image.rgb.end())};
+  Result<vision::ImagePatches> patches = vision::make_patches(rgb, impl_->vision->config());
+  if (!patches.is_ok()) return patches.status();
+  auto e = std::make_unique<ImageEmbedding::Impl>();
+  e->layout = patches->layout;
+  e->dim = impl_->vision->embedding_dim();
+  Status st = detail::capture_status([&] { e->values = impl_->vision->span(*patches); });
+  if (!st.is_ok()) return st;
+  return ImageEmbedding(std::move(e));
 }
 
 }  // namespace dsv41

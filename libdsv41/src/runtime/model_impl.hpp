@@ -12,6 +12,7 @@
 #include "parallel/tp_comm.hpp"
 #include "runtime/forward_backend.hpp"
 #include "tokenizer/tokenizer.hpp"
+#include "vision/vision_tower.hpp"
 
 namespace dsv41 {
 
@@ -20,7 +21,17 @@ struct DSV41_INTERNAL Model::Impl {
   std::unique_ptr<Transformer> transformer;  // weights + config; the CPU backend runs it
   std::unique_ptr<ForwardBackend> backend;   // after transformer: destroyed first
   std::unique_ptr<Tokenizer> tokenizer;      // null when the model directory has no tokenizer.json
+  // Bound at load when config.json has a vision_config and the checkpoint its tensors; else
+  // null and vision_error says why (Model::encode_image returns it).
+  std::unique_ptr<vision::VisionTower> vision;
+  Status vision_error;
   ModelInfo info;
+};
+
+struct DSV41_INTERNAL ImageEmbedding::Impl {
+  vision::ImageLayout layout;
+  int64_t dim = 0;
+  std::vector<float> values;  // [layout.span_length(), dim]
 };
 
 struct DSV41_INTERNAL Session::Impl {
@@ -37,6 +48,9 @@ int64_t state_bytes(const ModelInfo& info, int64_t tokens);
 std::vector<float> session_append(Session::Impl& s, std::span<const int32_t> ids, bool all_logits);
 // The same append with the last row sampled on the backend's device (backend->
 // samples_on_device() only); the outcome goes to DeviceSampling::finish.
+// Appends an image span (Session::append_image). Throws detail::Failure.
+std::vector<float> session_append_image(Session::Impl& s, const ImageEmbedding& image,
+                                        bool all_logits);
 sampling::DeviceSampleOutcome session_append_sample(Session::Impl& s, std::span<const int32_t> ids,
                                                     const sampling::SamplePlan& plan);
 

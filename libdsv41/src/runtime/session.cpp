@@ -80,6 +80,29 @@ std::vector<float> session_append(Session::Impl& s, std::span<const int32_t> ids
   return out;
 }
 
+std::vector<float> session_append_image(Session::Impl& s, const ImageEmbedding& image,
+                                        bool all_logits) {
+  const Model::Impl& m = *s.model;
+  const ImageEmbedding::Impl& e = image.impl();
+  DSV41_CHECK(e.dim == m.info.hidden_size, kInvalidArgument,
+              "image embedding width {} differs from this model's hidden size {} (encode the "
+              "image with this session's model)",
+              e.dim, m.info.hidden_size);
+  const int64_t n = e.layout.span_length();
+  DSV41_CHECK(static_cast<int64_t>(e.values.size()) == n * e.dim, kInternal,
+              "image embedding holds {} values for {} positions of {}", e.values.size(), n, e.dim);
+  const std::vector<int32_t> ids(static_cast<size_t>(n), m.transformer->config().image_token_id);
+  check_append(s, ids);
+  const std::vector<uint8_t> flags(static_cast<size_t>(n), 1);
+  try {
+    return m.backend->forward_image(*s.state, ids, flags, e.values, all_logits);
+  } catch (const detail::Failure& f) {
+    // Nothing was appended when the backend refuses; any other failure may leave half a span.
+    if (f.code() != ErrorCode::kUnsupported) s.state->reset();
+    throw;
+  }
+}
+
 sampling::DeviceSampleOutcome session_append_sample(Session::Impl& s, std::span<const int32_t> ids,
                                                     const sampling::SamplePlan& plan) {
   check_append(s, ids);
@@ -115,6 +138,14 @@ Session::~Session() = default;
 Result<std::vector<float>> Session::append(std::span<const int32_t> ids, bool all_logits) {
   std::vector<float> out;
   Status st = detail::capture_status([&] { out = session_append(*impl_, ids, all_logits); });
+  if (!st.is_ok()) return st;
+  return out;
+}
+
+Result<std::vector<float>> Session::append_image(const ImageEmbedding& image, bool all_logits) {
+  std::vector<float> out;
+  Status st =
+      detail::capture_status([&] { out = session_append_image(*impl_, image, all_logits); });
   if (!st.is_ok()) return st;
   return out;
 }

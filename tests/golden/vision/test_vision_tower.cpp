@@ -3,7 +3,6 @@
 // §7.3-7.4, the span's layout, the image embeddings' path into the text model (§7.4 step 4),
 // and the errors for missing tensors and mismatched embeddings.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <random>
 
@@ -80,8 +79,8 @@ Vec reference_span(const Checkpoint& ck, const ImagePatches& p) {
   };
   for (int b = 0; b < V::kLayers; ++b) {
     const std::string pre = "vision.blocks." + std::to_string(b) + ".";
-    Vec qkv = r.linear(r.rms(x, n, h, pre + "norm1.weight"), n, pre + "attn.wqkv.weight", 3 * h,
-                       h, pre + "attn.wqkv.bias");
+    Vec qkv = r.linear(r.rms(x, n, h, pre + "norm1.weight"), n, pre + "attn.wqkv.weight", 3 * h, h,
+                       pre + "attn.wqkv.bias");
     for (int64_t t = 0; t < n; ++t)
       for (int64_t part = 0; part < 2; ++part)  // q, k
         for (int64_t hh = 0; hh < V::kHeads; ++hh) {
@@ -111,8 +110,8 @@ Vec reference_span(const Checkpoint& ck, const ImagePatches& p) {
       }
     const Vec o = r.linear(att, n, pre + "attn.wo.weight", h, h, pre + "attn.wo.bias");
     for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
-    const Vec gu = r.linear(r.rms(x, n, h, pre + "norm2.weight"), n, pre + "mlp.w1.weight",
-                            2 * V::kInter, h);
+    const Vec gu =
+        r.linear(r.rms(x, n, h, pre + "norm2.weight"), n, pre + "mlp.w1.weight", 2 * V::kInter, h);
     Vec act(n * V::kInter);
     for (int64_t t = 0; t < n; ++t)
       for (int64_t i = 0; i < V::kInter; ++i) {
@@ -133,7 +132,8 @@ Vec reference_span(const Checkpoint& ck, const ImagePatches& p) {
       for (int dy = 0; dy < R; ++dy)
         for (int dx = 0; dx < R; ++dx) {
           const int64_t y = bi * R + dy, xx = bj * R + dx;
-          if (y < vh && xx < vw) merged[cell * width + c * R * R + dy * R + dx] = x[(y * vw + xx) * h + c];
+          if (y < vh && xx < vw)
+            merged[cell * width + c * R * R + dy * R + dx] = x[(y * vw + xx) * h + c];
         }
   }
   Vec hid = r.linear(merged, rows, "aligner.w1.weight", D, width, "aligner.w1.bias");
@@ -189,7 +189,9 @@ TEST_CASE("vision span layout: delimiters at the start, row ends and end", "[gol
   const std::vector<float> start = tensor_to_f32(m.t->checkpoint().get("image_start"));
   const std::vector<float> nl = tensor_to_f32(m.t->checkpoint().get("image_newline"));
   const std::vector<float> end = tensor_to_f32(m.t->checkpoint().get("image_end"));
-  auto row = [&](int i) { return std::vector<float>(span.begin() + i * V::kTextDim, span.begin() + (i + 1) * V::kTextDim); };
+  auto row = [&](int i) {
+    return std::vector<float>(span.begin() + i * V::kTextDim, span.begin() + (i + 1) * V::kTextDim);
+  };
   CHECK(row(0) == start);
   for (int r = 0; r < 3; ++r) CHECK(row(1 + r * 5 + 4) == nl);
   CHECK(row(16) == end);
@@ -204,14 +206,15 @@ TEST_CASE("vision tower with identity blocks is norm(patch embed)", "[golden][vi
   const std::vector<float> got = m.tower->encode(*p);
   const Ref r{m.t->checkpoint()};
   const int64_t n = p->layout.patches();
-  const Vec want = r.rms(r.linear(Vec(p->values.begin(), p->values.end()), n,
-                                  "vision.patch_embed.proj.weight", V::kHidden, 12,
-                                  "vision.patch_embed.proj.bias"),
-                         n, V::kHidden, "vision.norm.weight");
+  const Vec want =
+      r.rms(r.linear(Vec(p->values.begin(), p->values.end()), n, "vision.patch_embed.proj.weight",
+                     V::kHidden, 12, "vision.patch_embed.proj.bias"),
+            n, V::kHidden, "vision.norm.weight");
   require_close("ViT output", got, want, want.size(), 1e-5);
 }
 
-TEST_CASE("image embeddings replace the token embedding at the span positions", "[golden][vision]") {
+TEST_CASE("image embeddings replace the token embedding at the span positions",
+          "[golden][vision]") {
   const Loaded m = load(make_tiny8_vision());
   const int image_id = m.t->config().image_token_id;
   Result<ImagePatches> p = vision::make_patches(random_image(20, 14, 9), m.tower->config());
@@ -264,15 +267,15 @@ TEST_CASE("a vision tower without its tensors names the first missing one", "[go
     INFO(name);
     const std::string dir = make_tiny8_vision({name});
     auto t = Transformer::load(dir, 1);
-    const Status s = detail::capture_status(
-        [&] { VisionTower tower(t->checkpoint(), t->config(), t->pool()); });
+    const Status s =
+        detail::capture_status([&] { VisionTower tower(t->checkpoint(), t->config(), t->pool()); });
     REQUIRE_FALSE(s.is_ok());
     CHECK_THAT(s.message(), Catch::Contains(name));
   }
   // tiny8 itself declares a vision_config but ships no tower.
   auto t = Transformer::load(fixture("golden/tiny8"), 1);
-  const Status s = detail::capture_status(
-      [&] { VisionTower tower(t->checkpoint(), t->config(), t->pool()); });
+  const Status s =
+      detail::capture_status([&] { VisionTower tower(t->checkpoint(), t->config(), t->pool()); });
   CHECK_THAT(s.message(), Catch::Contains("vision.patch_embed.proj.weight"));
 }
 

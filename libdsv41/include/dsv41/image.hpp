@@ -1,0 +1,48 @@
+// Image input (spec model-architecture.md §7): pixels in, the image span's input embeddings out.
+// Model::encode_image runs the vision tower (CPU reference); Session::append_image puts the span
+// into a sequence.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "dsv41/export.hpp"
+
+namespace dsv41 {
+
+// A decoded image: 8-bit RGB, [height, width, 3] row-major. Borrowed for the call only.
+struct ImagePixels {
+  int width = 0;
+  int height = 0;
+  std::span<const uint8_t> rgb;
+};
+
+// One encoded image: the input embeddings of its span ([image_start], rows of aligner outputs
+// each closed by [image_newline], [image_end]). Move-only; independent of the Model after
+// creation.
+class DSV41_API ImageEmbedding {
+ public:
+  ImageEmbedding(ImageEmbedding&&) noexcept;
+  ImageEmbedding& operator=(ImageEmbedding&&) noexcept;
+  ImageEmbedding(const ImageEmbedding&) = delete;
+  ImageEmbedding& operator=(const ImageEmbedding&) = delete;
+  ~ImageEmbedding();
+
+  // Sequence positions the image takes: rows · (cols + 1) + 2 (at most max_image_tokens).
+  int64_t positions() const;
+  int rows() const;  // aligner grid
+  int cols() const;
+  int64_t embedding_dim() const;  // the text model's hidden size
+  // [positions(), embedding_dim()] fp32.
+  std::span<const float> values() const;
+
+  struct Impl;
+  explicit ImageEmbedding(std::unique_ptr<Impl> impl);
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dsv41
