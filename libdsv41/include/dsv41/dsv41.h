@@ -109,6 +109,27 @@ DSV41_CAPI dsv41_status dsv41_session_fork(const dsv41_session* session, dsv41_s
 DSV41_CAPI dsv41_status dsv41_session_tokens(const dsv41_session* session, int32_t* ids,
                                              size_t capacity, size_t* n_out);
 
+/* ---- images (spec §7): pixels -> the image span's embeddings -> a session -------------- */
+typedef struct dsv41_image dsv41_image;
+
+/* Encodes 8-bit RGB pixels ([height][width][3] row-major, rgb_len = width * height * 3 bytes,
+ * read during the call only) with the model's vision tower on the CPU. On success *out is a new
+ * image (free with dsv41_image_free; independent of the model); on failure *out is NULL.
+ * DSV41_ERR_UNSUPPORTED: the checkpoint has no vision tower; DSV41_ERR_INVALID_ARGUMENT: the
+ * size, the buffer length or the aspect ratio (named in the message). */
+DSV41_CAPI dsv41_status dsv41_model_encode_image(const dsv41_model* model, const uint8_t* rgb,
+                                                 size_t rgb_len, int32_t width, int32_t height,
+                                                 dsv41_image** out);
+DSV41_CAPI void dsv41_image_free(dsv41_image* image);
+/* Sequence positions the image takes (rows * (cols + 1) + 2); -1 for NULL. */
+DSV41_CAPI int64_t dsv41_image_positions(const dsv41_image* image);
+/* Appends the image span to the session (every position carries the image token id); logits,
+ * buffer rule and what a failure leaves as dsv41_session_append. DSV41_ERR_UNSUPPORTED on a
+ * backend that cannot take image embeddings (nothing committed). */
+DSV41_CAPI dsv41_status dsv41_session_append_image(dsv41_session* session,
+                                                   const dsv41_image* image, int all_logits,
+                                                   float* logits, size_t capacity, size_t* n_out);
+
 /* ---- engine: scheduled, streaming generation ------------------------------------------- */
 typedef struct dsv41_engine dsv41_engine;
 

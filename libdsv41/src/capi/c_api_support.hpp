@@ -16,6 +16,9 @@
 struct dsv41_model {
   dsv41::Model model;
 };
+struct dsv41_image {
+  dsv41::ImageEmbedding image;
+};
 struct dsv41_session {
   dsv41::Session session;
 };
