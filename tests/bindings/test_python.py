@@ -90,6 +90,17 @@ class BindingTest(unittest.TestCase):
                 list(engine.generate([0, 5], top_p=3.0))
             self.assertIn("top_p", str(ctx.exception))
 
+    def test_images_on_a_text_only_model_are_refused_by_name(self):
+        # tiny8 declares the released vision_config but ships no tower (the tower itself is
+        # covered by tests/golden/vision through the same C calls).
+        with self.assertRaises(dsv41.Dsv41Error) as ctx:
+            self.model.encode_image(4, 4, bytes(48))
+        self.assertEqual(ctx.exception.status, "unsupported")
+        self.assertIn("vision.patch_embed.proj.weight", str(ctx.exception))
+        with self.assertRaises(dsv41.Dsv41Error) as ctx:
+            self.model.encode_image(4, 5, bytes(48))
+        self.assertEqual(ctx.exception.status, "unsupported")  # the tower is checked first
+
     def test_leaving_generate_early_cancels_and_never_crashes(self):
         # The ctypes callback outlives every generator (one module-level dispatcher): a break, an
         # exception in the loop or closing the engine right after used to free it while the

@@ -23,7 +23,7 @@ from typing import Iterator, Optional, Sequence
 
 from . import _ffi
 
-__all__ = ["Dsv41Error", "Model", "Session", "Engine", "Event"]
+__all__ = ["Dsv41Error", "Model", "Session", "Engine", "Event", "Image"]
 
 
 class Dsv41Error(RuntimeError):
@@ -106,6 +106,16 @@ class Model:
             _check(st)
             return list(buf[: n.value])
 
+    def encode_image(self, width: int, height: int, rgb: bytes) -> "Image":
+        """8-bit RGB pixels ([height][width][3] bytes) through the vision tower."""
+        data = bytes(rgb)
+        buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        handle = ctypes.c_void_p()
+        _check(_ffi.lib().dsv41_model_encode_image(self._handle, buf, len(data),
+                                                   _int("width", width), _int("height", height),
+                                                   ctypes.byref(handle)))
+        return Image(handle)
+
     @property
     def bos_token(self) -> int:
         return _ffi.lib().dsv41_model_bos_token(self._handle)
@@ -122,6 +132,26 @@ class Model:
                 continue
             _check(st)
             return buf.raw[: n.value].decode("utf-8")
+
+
+class Image:
+    """One encoded image (Model.encode_image): its span's input embeddings."""
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    def close(self) -> None:
+        if self._handle:
+            _ffi.lib().dsv41_image_free(self._handle)
+            self._handle = None
+
+    def __del__(self):
+        self.close()
+
+    @property
+    def positions(self) -> int:
+        """Sequence positions the image takes: rows * (cols + 1) + 2."""
+        return _ffi.lib().dsv41_image_positions(self._handle)
 
 
 class Session:
@@ -154,6 +184,15 @@ class Session:
         n = ctypes.c_size_t()
         _check(_ffi.lib().dsv41_session_append(self._handle, arr, len(ids), int(all_logits), out,
                                                cap, ctypes.byref(n)))
+        return list(out[: n.value])
+
+    def append_image(self, image: Image, all_logits: bool = False) -> list[float]:
+        """Appends the image span; logits of its last position or of every position."""
+        cap = self._vocab * (image.positions if all_logits else 1)
+        out = (ctypes.c_float * cap)()
+        n = ctypes.c_size_t()
+        _check(_ffi.lib().dsv41_session_append_image(self._handle, image._handle,
+                                                     int(all_logits), out, cap, ctypes.byref(n)))
         return list(out[: n.value])
 
     @property
