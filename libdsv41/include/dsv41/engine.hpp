@@ -52,8 +52,18 @@ class TokenConstraint {
   virtual void accept(int32_t token) = 0;
 };
 
+// An image in a prompt (Model::encode_image): its span fills prompt[offset, offset +
+// image->positions()), every one of which must be the config's image_token_id (a chat prompt's
+// <｜deepseek_image｜> placeholder repeated positions() times). docs/vision.md.
+struct PromptImage {
+  int64_t offset = 0;
+  std::shared_ptr<const ImageEmbedding> image;
+};
+
 struct GenerationRequest {
   std::vector<int32_t> prompt;
+  // In prompt order, not overlapping. Needs a backend that takes image embeddings (CPU).
+  std::vector<PromptImage> images;
   SamplerParams sampling;
   StopParams stop;
   std::shared_ptr<TokenConstraint> constraint;  // null = unconstrained
@@ -100,7 +110,8 @@ class DSV41_API Engine {
   ~Engine();  // shutdown()
 
   // Queues a request. Errors (nothing queued): kInvalidArgument naming the field (empty prompt,
-  // id outside the vocabulary, sampling/stop params), kContextOverflow (prompt does not fit
+  // id outside the vocabulary, sampling/stop params, an image out of place), kUnsupported
+  // (images on a backend that cannot take them), kContextOverflow (prompt does not fit
   // max_context), kOutOfMemory (its minimal state exceeds kv_bytes, or the queue is full),
   // kAborted (after shutdown). Every accepted request ends with exactly one kFinished event.
   [[nodiscard]] Result<RequestId> submit(GenerationRequest request, EventCallback on_event);

@@ -81,6 +81,7 @@ class CpuBackend final : public ForwardBackend {
                              bool all_rows) const override {
     return forward_image(seq, ids, {}, {}, all_rows);
   }
+  bool takes_image_embeddings() const override { return true; }
   std::vector<float> forward_image(BackendSequence& seq, std::span<const int32_t> ids,
                                    std::span<const uint8_t> flags, std::span<const float> embeds,
                                    bool all_rows) const override {

@@ -25,7 +25,7 @@ void Engine::Impl::finish(EngineRequest& r, FinishReason reason, Status status, 
       const int64_t bytes = pool_bytes(pos);
       Status moved = detail::capture_status([&] {
         const bool shrink = st->preallocated() && st->max_context() > pos;
-        cache.insert(shrink ? st.clone(pos) : std::move(st), bytes);
+        cache.insert(shrink ? st.clone(pos) : std::move(st), bytes, r.image_keys);
       });
       if (!moved.is_ok())  // only the cache entry is lost; the request itself succeeded
         logger.log(LogLevel::kWarn, "prefix cache: entry of {} tokens dropped: {}", pos,
@@ -58,9 +58,19 @@ void Engine::Impl::step(EngineRequest& r, int64_t* budget) {
   std::vector<float> logits;
   std::optional<sampling::SamplePlan> plan;
   sampling::DeviceSampleOutcome outcome;
-  if (samples && on_device) {
+  if (samples && on_device && (!prefill || r.image_flags.empty())) {
     plan = sampling::DeviceSampling::plan(*r.sampler);
     outcome = session_append_sample(*r.session, ids, *plan);
+  } else if (prefill && !r.image_flags.empty()) {
+    // This chunk's flags and the rows of its flagged positions.
+    const int64_t b = r.prefilled, e = b + static_cast<int64_t>(ids.size());
+    const int64_t D = model->info.hidden_size;
+    logits = session_append(
+        *r.session, ids, false,
+        std::span<const uint8_t>(r.image_flags).subspan(static_cast<size_t>(b), ids.size()),
+        std::span<const float>(r.image_rows)
+            .subspan(static_cast<size_t>(r.flagged_before[b] * D),
+                     static_cast<size_t>((r.flagged_before[e] - r.flagged_before[b]) * D)));
   } else {
     logits = session_append(*r.session, ids, false);
   }
@@ -70,7 +80,7 @@ void Engine::Impl::step(EngineRequest& r, int64_t* budget) {
     if (!samples) return;
     if (params.prefix_cache_entries > 0) {
       std::lock_guard<std::mutex> lock(mu);
-      cache_copy_locked(r.session->state);
+      cache_copy_locked(r.session->state, r.image_keys);
     }
   }
   Result<int32_t> tok = 0;
@@ -136,7 +146,7 @@ bool Engine::Impl::admit_locked(std::vector<std::unique_ptr<EngineRequest>>* fai
     req->session->params.chunk_tokens = params.max_batched_tokens;
     // Tokens, as vLLM counts them (hit rate = hits / queries over prompt tokens).
     stats.prefix_cache_queries += static_cast<int64_t>(req->req.prompt.size());
-    const SequenceHandle* hit = cache.longest_prefix(req->req.prompt);
+    const SequenceHandle* hit = cache.longest_prefix(req->req.prompt, req->image_keys);
     const int64_t reserve = reserve_tokens(req->req);
     auto make = [&] {
       return detail::capture_status([&] {
@@ -277,6 +287,8 @@ Result<RequestId> Engine::submit(GenerationRequest request, EventCallback on_eve
                       " tokens leaves no room to generate within the maximum context of " +
                       std::to_string(e.max_context) + " tokens");
   auto r = std::make_unique<EngineRequest>();
+  Status images = e.lay_out_images(request, *r);
+  if (!images.is_ok()) return images;
   Status st = detail::capture_status([&] {
     auto sampler = Sampler::create(request.sampling, info.vocab_size);
     if (!sampler.is_ok())

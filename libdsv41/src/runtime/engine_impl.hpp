@@ -41,6 +41,13 @@ struct DSV41_INTERNAL EngineRequest {
   std::optional<Sampler> sampler;
   std::optional<sampling::StopMatcher> stop;
   std::optional<StreamDetokenizer> detok;
+  // Images (req.images), laid out for prefill: flags [prompt] (1 = span position), the span rows
+  // in prompt order [n_flagged, hidden], flagged positions before each prompt position
+  // [prompt + 1], and the prefix cache's keys. Empty without images.
+  std::vector<uint8_t> image_flags;
+  std::vector<float> image_rows;
+  std::vector<int64_t> flagged_before;
+  std::vector<ImageKey> image_keys;
   int64_t prefilled = 0;                                 // prompt tokens already in the state
   int64_t cached = 0;                                    // of which served from the prefix cache
   int32_t pending_token = -1;                            // sampled, not yet appended
@@ -103,13 +110,14 @@ struct DSV41_INTERNAL Engine::Impl {
   int64_t reserve_for(const GenerationRequest& r) const { return pool_bytes(reserve_tokens(r)); }
   // Keeps a copy of `state` in the prefix cache if it fits the budget next to what is reserved
   // (evicting older entries first), so the copy can never exhaust the pool. Holds mu.
-  void cache_copy_locked(const SequenceHandle& state) {
+  void cache_copy_locked(const SequenceHandle& state, const std::vector<ImageKey>& images) {
     const int64_t bytes = pool_bytes(state->pos());
     while (used_bytes() + bytes > params.kv_bytes && cache.evict_one()) {
     }
     if (used_bytes() + bytes > params.kv_bytes) return;
     // The copy allocates (device memory on CUDA): failing it only loses the cache entry.
-    Status st = detail::capture_status([&] { cache.insert(state.clone(state->pos()), bytes); });
+    Status st =
+        detail::capture_status([&] { cache.insert(state.clone(state->pos()), bytes, images); });
     if (!st.is_ok())
       logger.log(LogLevel::kWarn, "prefix cache: copy of {} tokens dropped: {}", state->pos(),
                  st.to_string());
@@ -121,6 +129,9 @@ struct DSV41_INTERNAL Engine::Impl {
     return u;
   }
 
+  // Checks request.images against the prompt and the backend and fills r's image fields
+  // (engine_images.cpp). kInvalidArgument naming GenerationRequest.images[i], kUnsupported.
+  Status lay_out_images(const GenerationRequest& request, EngineRequest& r) const;
   void run();
   // Requests whose state could not be made go to *failed (finished by the caller, unlocked).
   bool admit_locked(std::vector<std::unique_ptr<EngineRequest>>* failed);

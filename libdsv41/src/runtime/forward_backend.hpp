@@ -51,6 +51,8 @@ class ForwardBackend {
   // Appends ids at seq.pos(); logits [T, vocab] (all_rows) or of the last token [vocab].
   virtual std::vector<float> forward(BackendSequence& seq, std::span<const int32_t> ids,
                                      bool all_rows) const = 0;
+  // True when forward_image() runs.
+  virtual bool takes_image_embeddings() const { return false; }
   // forward() with image-span positions (spec §7.4): flags [T] (non-zero = span position),
   // embeds [n_flagged, hidden] replacing the token embedding there, in order. Default:
   // kUnsupported naming the backend.

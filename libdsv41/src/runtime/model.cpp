@@ -222,6 +222,13 @@ Result<ImageEmbedding> Model::encode_image(const ImagePixels& image) const {
   auto e = std::make_unique<ImageEmbedding::Impl>();
   e->layout = patches->layout;
   e->dim = impl_->vision->embedding_dim();
+  // FNV-1a 64 over the size and the pixels: equal pixels give equal embeddings.
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint8_t b) { h = (h ^ b) * 1099511628211ull; };
+  for (int v : {image.width, image.height})
+    for (int i = 0; i < 4; ++i) mix(static_cast<uint8_t>(static_cast<uint32_t>(v) >> (8 * i)));
+  for (uint8_t b : image.rgb) mix(b);
+  e->digest = h;
   Status st = detail::capture_status([&] { e->values = impl_->vision->span(*patches); });
   if (!st.is_ok()) return st;
   return ImageEmbedding(std::move(e));

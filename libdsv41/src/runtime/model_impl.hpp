@@ -31,6 +31,7 @@ struct DSV41_INTERNAL Model::Impl {
 struct DSV41_INTERNAL ImageEmbedding::Impl {
   vision::ImageLayout layout;
   int64_t dim = 0;
+  uint64_t digest = 0;  // of the pixels (size + bytes): the prefix cache's image key
   std::vector<float> values;  // [layout.span_length(), dim]
 };
 
@@ -45,7 +46,11 @@ int64_t state_bytes(const ModelInfo& info, int64_t tokens);
 
 // The shared append path of Session and Engine: validates ids and the context limit, then runs
 // forward in chunks of params.chunk_tokens. Throws detail::Failure (nothing committed on error).
-std::vector<float> session_append(Session::Impl& s, std::span<const int32_t> ids, bool all_logits);
+// image_flags [n] and image_rows [n_flagged, hidden] (optional): image-span positions and their
+// input embeddings (ForwardBackend::forward_image), split with the chunks.
+std::vector<float> session_append(Session::Impl& s, std::span<const int32_t> ids, bool all_logits,
+                                  std::span<const uint8_t> image_flags = {},
+                                  std::span<const float> image_rows = {});
 // The same append with the last row sampled on the backend's device (backend->
 // samples_on_device() only); the outcome goes to DeviceSampling::finish.
 // Appends an image span (Session::append_image). Throws detail::Failure.

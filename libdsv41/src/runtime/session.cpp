@@ -56,20 +56,43 @@ void run_chunks(Session::Impl& s, std::span<const int32_t> ids, Rest rest, Last 
 
 }  // namespace
 
-std::vector<float> session_append(Session::Impl& s, std::span<const int32_t> ids, bool all_logits) {
+std::vector<float> session_append(Session::Impl& s, std::span<const int32_t> ids, bool all_logits,
+                                  std::span<const uint8_t> image_flags,
+                                  std::span<const float> image_rows) {
   check_append(s, ids);
   const ForwardBackend& backend = *s.model->backend;
   BackendSequence& seq = *s.state;
+  const int64_t D = s.model->info.hidden_size;
+  DSV41_CHECK(image_flags.empty() || image_flags.size() == ids.size(), kInvalidArgument,
+              "{} image flags for {} tokens", image_flags.size(), ids.size());
   std::vector<float> out;
   if (all_logits) out.reserve(ids.size() * static_cast<size_t>(s.model->info.vocab_size));
+  // One chunk through the backend: the chunk's flags, and its flagged rows (they follow the
+  // flagged positions before it).
+  size_t rows_used = 0;
+  auto forward = [&](std::span<const int32_t> c) {
+    if (image_flags.empty()) return backend.forward(seq, c, all_logits);
+    const size_t b = static_cast<size_t>(c.data() - ids.data());
+    const std::span<const uint8_t> flags = image_flags.subspan(b, c.size());
+    const size_t n = static_cast<size_t>(
+        std::count_if(flags.begin(), flags.end(), [](uint8_t f) { return f != 0; }));
+    DSV41_CHECK((rows_used + n) * static_cast<size_t>(D) <= image_rows.size(), kInvalidArgument,
+                "{} image embedding values for more than {} image positions of width {}",
+                image_rows.size(), rows_used + n, D);
+    const std::span<const float> rows =
+        image_rows.subspan(rows_used * static_cast<size_t>(D), n * static_cast<size_t>(D));
+    rows_used += n;
+    if (n == 0) return backend.forward(seq, c, all_logits);
+    return backend.forward_image(seq, c, flags, rows, all_logits);
+  };
   // Only the last chunk's last row is wanted without all_logits: the CUDA head then runs
   // on one row instead of 129,280 x chunk logits.
   auto rest = [&](std::span<const int32_t> c) {
-    std::vector<float> logits = backend.forward(seq, c, all_logits);
+    std::vector<float> logits = forward(c);
     if (all_logits) out.insert(out.end(), logits.begin(), logits.end());
   };
   auto last = [&](std::span<const int32_t> c) {
-    std::vector<float> logits = backend.forward(seq, c, all_logits);
+    std::vector<float> logits = forward(c);
     if (all_logits) {
       out.insert(out.end(), logits.begin(), logits.end());
     } else {
