@@ -10,6 +10,10 @@ find_library(UTF8PROC_LIBRARY utf8proc REQUIRED)
 add_library(dsv41_utf8proc INTERFACE)
 target_include_directories(dsv41_utf8proc INTERFACE ${UTF8PROC_INCLUDE_DIR})
 target_link_libraries(dsv41_utf8proc INTERFACE ${UTF8PROC_LIBRARY})
+# Image decoding (libdsv41/src/vision/image_decoder.hpp); optional: without them the server
+# answers images with a message saying so.
+find_package(PNG QUIET)
+find_package(JPEG QUIET)
 if(DSV41_BUILD_TESTS)
   find_package(Catch2 2 REQUIRED)
   include(Catch)
