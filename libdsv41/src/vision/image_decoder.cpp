@@ -4,14 +4,16 @@
 #include "vision/image_decoder.hpp"
 
 #include <fmt/format.h>
-#include <jpeglib.h>
-#include <png.h>
 
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+
+// jpeglib.h uses size_t and FILE without including their headers: after <cstdio>.
+#include <jpeglib.h>
+#include <png.h>
 
 namespace dsv41::vision {
 

@@ -1,14 +1,15 @@
 // decode_image on PNG and JPEG files written here with libpng / libjpeg: every PNG colour type
 // and bit depth converted as Pillow's convert("RGB") does, interlacing, JPEG colour and grey,
 // and every rejection (unknown, truncated, corrupt, too many pixels, GIF/WebP, CMYK).
-#include <jpeglib.h>
-#include <png.h>
-
 #include <catch2/catch.hpp>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
 #include <vector>
+
+// jpeglib.h uses size_t and FILE without including their headers: after <cstdio>.
+#include <jpeglib.h>
+#include <png.h>
 
 #include "vision/image_decoder.hpp"
 
