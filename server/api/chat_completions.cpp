@@ -19,6 +19,7 @@
 #include "chat/request_json.hpp"
 #include "core/check.hpp"
 #include "core/json_writer.hpp"
+#include "vision/image_decoder.hpp"
 
 namespace dsv41::server {
 
@@ -233,22 +234,64 @@ class ChatRun {
   Counts counts_;
 };
 
-// Image parts: validated from their headers, then refused: there is no vision encoder yet.
-void reject_images(const chat::ChatRequest& request, int64_t max_pixels) {
+// Image parts in prompt order: checked from their headers (the pixel limit before any decoding),
+// refused at once when the model cannot use images, then decoded and run through the vision
+// tower. Throws detail::Failure naming the part.
+std::vector<std::shared_ptr<const ImageEmbedding>> encode_images(const chat::ChatRequest& request,
+                                                                 const GenerationBackend& backend,
+                                                                 int64_t max_pixels) {
+  std::vector<std::shared_ptr<const ImageEmbedding>> out;
   for (size_t i = 0; i < request.messages.size(); ++i) {
     const auto& parts = request.messages[i].parts;
     if (!parts) continue;
     for (size_t j = 0; j < parts->size(); ++j) {
       if ((*parts)[j].kind != chat::ContentPart::Kind::kImage) continue;
       const std::string field = fmt::format("messages[{}].content[{}].image_url", i, j);
-      Result<ImageInfo> info = check_image_url((*parts)[j].image_url, max_pixels);
-      if (!info) DSV41_FAIL(kInvalidArgument, "{}: {}", field, info.status().message());
-      DSV41_FAIL(kUnsupported,
-                 "{}: image input ({} {}x{}) needs the vision encoder, which this server build "
-                 "does not have",
-                 field, info->format, info->width, info->height);
+      ImageInfo info;
+      Result<std::string> bytes = image_url_bytes((*parts)[j].image_url, max_pixels, &info);
+      if (!bytes) DSV41_FAIL(kInvalidArgument, "{}: {}", field, bytes.status().message());
+      const Status support = backend.image_support();
+      if (!support.is_ok())
+        DSV41_FAIL(kUnsupported, "{}: image input ({} {}x{}) cannot be used: {}", field,
+                   info.format, info.width, info.height, support.message());
+      const auto* data = reinterpret_cast<const uint8_t*>(bytes->data());
+      Result<vision::RgbImage> rgb =
+          vision::decode_image(std::span<const uint8_t>(data, bytes->size()), max_pixels);
+      if (!rgb)
+        detail::fail(rgb.status().code(), field + ": " + rgb.status().message(), __FILE__,
+                     __LINE__);
+      Result<ImageEmbedding> e = backend.encode_image({rgb->width, rgb->height, rgb->rgb});
+      if (!e)
+        detail::fail(e.status().code(), field + ": " + e.status().message(), __FILE__, __LINE__);
+      out.push_back(std::make_shared<const ImageEmbedding>(std::move(e).value()));
     }
   }
+  return out;
+}
+
+// Each image placeholder token of the prompt becomes its span: positions() copies of the token,
+// recorded in gen.images (spec §7.4 step 3). The renderer refuses a literal placeholder in text,
+// so the placeholders are exactly the image parts, in order.
+void expand_images(std::vector<std::shared_ptr<const ImageEmbedding>> images, int32_t image_id,
+                   GenerationRequest& gen) {
+  if (images.empty()) return;
+  std::vector<int32_t> ids;
+  size_t next = 0;
+  for (int32_t t : gen.prompt) {
+    if (t != image_id) {
+      ids.push_back(t);
+      continue;
+    }
+    DSV41_CHECK(next < images.size(), kInternal,
+                "the prompt has more image placeholders than the request has images ({})",
+                images.size());
+    gen.images.push_back(PromptImage{static_cast<int64_t>(ids.size()), images[next]});
+    ids.insert(ids.end(), static_cast<size_t>(images[next]->positions()), image_id);
+    ++next;
+  }
+  DSV41_CHECK(next == images.size(), kInternal,
+              "the prompt has {} image placeholders for {} images", next, images.size());
+  gen.prompt = std::move(ids);
 }
 
 }  // namespace
@@ -270,7 +313,8 @@ HttpResponse handle_chat_completions(Api& api, const HttpRequest& request) {
     chat_request.messages.front().role = chat::Role::kSystem;
   chat::ResolvedOptions resolved = chat::resolve_options(
       chat_request.options, !chat_request.tools.empty(), chat::EffortTable::release());
-  reject_images(chat_request, api.config().max_image_pixels);
+  std::vector<std::shared_ptr<const ImageEmbedding>> images =
+      encode_images(chat_request, *backend, api.config().max_image_pixels);
   // tool_choice none: the model is not shown the tools, so it has none to call.
   if (resolved.tool_choice == chat::ToolChoiceKind::kNone) chat_request.tools.clear();
   Result<chat::RenderedPrompt> prompt = chat::render_request(chat_request, resolved);
@@ -280,6 +324,7 @@ HttpResponse handle_chat_completions(Api& api, const HttpRequest& request) {
 
   GenerationRequest gen;
   gen.prompt = std::move(*ids);
+  expand_images(std::move(images), backend->image_token_id(), gen);
   gen.sampling = fields.sampling;
   gen.stop = fields.stop;
   gen.constraint = tool_choice_constraint(*backend, chat_request, resolved);

@@ -26,6 +26,16 @@ class GenerationBackend {
   virtual EngineStats stats() const = 0;
   virtual int64_t vocab_size() const = 0;
   virtual int64_t max_context() const = 0;
+  // Images (docs/vision.md): whether they can be used (the reason when not), the token id every
+  // span position carries, and the encoder. Default: no images.
+  virtual Status image_support() const {
+    return Status(ErrorCode::kUnsupported, "this backend has no vision tower");
+  }
+  virtual int32_t image_token_id() const { return -1; }
+  virtual Result<ImageEmbedding> encode_image(const ImagePixels& image) const {
+    (void)image;
+    return image_support();
+  }
   // Cancels everything; every accepted request still gets its kFinished event.
   virtual void shutdown() = 0;
 };
@@ -42,6 +52,11 @@ class EngineBackend final : public GenerationBackend {
   EngineStats stats() const override;
   int64_t vocab_size() const override;
   int64_t max_context() const override { return max_context_; }
+  Status image_support() const override { return model_.image_support(); }
+  int32_t image_token_id() const override { return model_.info().image_token_id; }
+  Result<ImageEmbedding> encode_image(const ImagePixels& image) const override {
+    return model_.encode_image(image);
+  }
   void shutdown() override;
 
  private:

@@ -6,7 +6,9 @@ namespace dsv41::server {
 
 namespace {
 
-Status invalid(std::string message) { return Status(ErrorCode::kInvalidArgument, std::move(message)); }
+Status invalid(std::string message) {
+  return Status(ErrorCode::kInvalidArgument, std::move(message));
+}
 
 uint32_t be16(std::string_view b, size_t i) {
   return (uint32_t(uint8_t(b[i])) << 8) | uint8_t(b[i + 1]);
@@ -15,7 +17,9 @@ uint32_t be32(std::string_view b, size_t i) { return (be16(b, i) << 16) | be16(b
 uint32_t le16(std::string_view b, size_t i) {
   return uint32_t(uint8_t(b[i])) | (uint32_t(uint8_t(b[i + 1])) << 8);
 }
-uint32_t le24(std::string_view b, size_t i) { return le16(b, i) | (uint32_t(uint8_t(b[i + 2])) << 16); }
+uint32_t le24(std::string_view b, size_t i) {
+  return le16(b, i) | (uint32_t(uint8_t(b[i + 2])) << 16);
+}
 
 int b64_value(char c) {
   if (c >= 'A' && c <= 'Z') return c - 'A';
@@ -107,6 +111,13 @@ Result<ImageInfo> probe_image(std::string_view b) {
 }
 
 Result<ImageInfo> check_image_url(std::string_view url, int64_t max_pixels) {
+  ImageInfo info;
+  Result<std::string> bytes = image_url_bytes(url, max_pixels, &info);
+  if (!bytes) return bytes.status();
+  return info;
+}
+
+Result<std::string> image_url_bytes(std::string_view url, int64_t max_pixels, ImageInfo* out) {
   if (url.rfind("data:", 0) != 0)
     return Status(ErrorCode::kUnsupported,
                   "remote image URLs are not fetched; send the image as a data: URL");
@@ -123,9 +134,11 @@ Result<ImageInfo> check_image_url(std::string_view url, int64_t max_pixels) {
     return invalid(fmt::format("image: {} header gives {}x{} pixels", info->format, info->width,
                                info->height));
   if (info->width * info->height > max_pixels)
-    return invalid(fmt::format("image: {}x{} = {} pixels exceeds the limit of {} (--max-image-pixels)",
-                               info->width, info->height, info->width * info->height, max_pixels));
-  return info;
+    return invalid(
+        fmt::format("image: {}x{} = {} pixels exceeds the limit of {} (--max-image-pixels)",
+                    info->width, info->height, info->width * info->height, max_pixels));
+  *out = *info;
+  return bytes;
 }
 
 }  // namespace dsv41::server

@@ -27,5 +27,7 @@ Result<ImageInfo> probe_image(std::string_view bytes);
 // "data:<mime>;base64,<payload>" → probe; remote (http/https/other) URLs → kUnsupported; a pixel
 // count above `max_pixels` → kInvalidArgument naming both numbers.
 Result<ImageInfo> check_image_url(std::string_view url, int64_t max_pixels);
+// The same checks, returning the image file's bytes (and its header facts in *info).
+Result<std::string> image_url_bytes(std::string_view url, int64_t max_pixels, ImageInfo* info);
 
 }  // namespace dsv41::server

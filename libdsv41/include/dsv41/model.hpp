@@ -62,6 +62,7 @@ struct ModelInfo {
   int num_layers = 0;
   int32_t bos_token_id = 0;
   int32_t eos_token_id = 1;
+  int32_t image_token_id = -1;  // every image-span position carries it (-1: none configured)
   // The config's value, capped by the backend (CUDA: DSV41_CUDA_MAX_CONTEXT).
   int64_t max_position_embeddings = 0;
   std::string backend;  // "cpu" or "cuda": where this model's forward runs
@@ -95,6 +96,10 @@ class DSV41_API Model {
   // Errors: kUnsupported when the checkpoint has no vision tower (names the missing part),
   // kInvalidArgument naming the problem with the pixels (size, buffer length, aspect ratio).
   [[nodiscard]] Result<ImageEmbedding> encode_image(const ImagePixels& image) const;
+  // Ok when images can be used end to end: the checkpoint has a vision tower and the backend
+  // takes image embeddings. Else kUnsupported saying which is missing (cheap: check it before
+  // decoding or encoding anything).
+  [[nodiscard]] Status image_support() const;
 
   // Tensor parallelism. tp_health: Ok unless the link to the other rank failed (rank died,
   // link stalled past the heartbeat timeout, abort): then that error, at once. Rank 0's

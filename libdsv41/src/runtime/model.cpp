@@ -1,4 +1,5 @@
 // Model: load (config + checkpoint + tokenizer) behind the public pImpl; no exception escapes.
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -50,6 +51,7 @@ ModelInfo describe(const Transformer& t, const ForwardBackend& b, const std::str
   info.num_layers = x.num_hidden_layers;
   info.bos_token_id = c.bos_token_id;
   info.eos_token_id = c.eos_token_id;
+  info.image_token_id = c.image_token_id;
   info.max_position_embeddings = std::min(x.max_position_embeddings, b.max_context());
   info.backend = b.name();
   // §2.7/§2.8: window FP8 entry = head_dim + head_dim/32 scale bytes (528 B released);
@@ -212,6 +214,16 @@ int ImageEmbedding::rows() const { return impl_->layout.llm_h; }
 int ImageEmbedding::cols() const { return impl_->layout.llm_w; }
 int64_t ImageEmbedding::embedding_dim() const { return impl_->dim; }
 std::span<const float> ImageEmbedding::values() const { return impl_->values; }
+
+Status Model::image_support() const {
+  if (!impl_->vision) return impl_->vision_error;
+  if (!impl_->backend->takes_image_embeddings())
+    return Status(ErrorCode::kUnsupported,
+                  fmt::format("the {} backend does not take image embeddings yet (images run on "
+                              "the CPU backend)",
+                              impl_->backend->name()));
+  return Status::ok();
+}
 
 Result<ImageEmbedding> Model::encode_image(const ImagePixels& image) const {
   if (!impl_->vision) return impl_->vision_error;
