@@ -1,9 +1,10 @@
-// dsv41_make_synthetic DIR --layers N --experts E [--tiny] [--exl3] [--seed S] [--shard-gib G]
-//                      [--forward T] [--no-write]
+// dsv41_make_synthetic DIR --layers N --experts E [--tiny] [--exl3] [--vision] [--seed S]
+//                      [--shard-gib G] [--forward T] [--no-write]
 // Writes a random-weight checkpoint in the released format (synthetic_checkpoint.hpp) and prints
 // the byte total and the wall time. --exl3 writes the routed experts as EXL3 banks + plan (the
 // Spark layout, K mix 2/3/5 at ~2.77 bpw) instead of FP4, and prints the bank bytes apart. --tiny
-// ignores --layers / --experts (the CPU-test geometry).
+// ignores --layers / --experts (the CPU-test geometry). --vision adds a vision tower (released
+// dims, or tiny ones with --tiny; spec §7) with vision_config.
 // --forward T then loads DIR with the CPU Transformer (all cores) and runs a T-token prefill,
 // printing the load / forward seconds and the logits' RMS, max |x| and non-finite count;
 // --no-write only checks an existing DIR.
@@ -62,9 +63,10 @@ int check_forward(const std::string& dir, int tokens) {
 }
 
 int usage() {
-  std::fprintf(stderr,
-               "usage: dsv41_make_synthetic DIR --layers N --experts E [--tiny] [--exl3] "
-               "[--seed S] [--shard-gib G] [--forward T] [--no-write]\n");
+  std::fprintf(
+      stderr,
+      "usage: dsv41_make_synthetic DIR --layers N --experts E [--tiny] [--exl3] [--vision] "
+      "[--seed S] [--shard-gib G] [--forward T] [--no-write]\n");
   return 2;
 }
 
@@ -74,6 +76,7 @@ int main(int argc, char** argv) {
   std::string dir;
   int layers = 40, experts = 32;
   bool tiny = false;
+  bool vision = false;
   uint64_t seed = 1;
   double shard_gib = 0.0;
   int forward_tokens = 0;
@@ -98,6 +101,8 @@ int main(int argc, char** argv) {
       exl3.enabled = true;
     } else if (a == "--tiny") {
       tiny = true;
+    } else if (a == "--vision") {
+      vision = true;
     } else if (!a.empty() && a[0] != '-' && dir.empty()) {
       dir = a;
     } else {
@@ -109,6 +114,8 @@ int main(int argc, char** argv) {
     using dsv41::synth::SyntheticGeometry;
     SyntheticGeometry g =
         tiny ? SyntheticGeometry::tiny() : SyntheticGeometry::released(layers, experts);
+    if (vision)
+      g.vision = tiny ? SyntheticGeometry::Vision::tiny() : SyntheticGeometry::Vision::released();
     if (shard_gib > 0) g.shard_bytes = static_cast<uint64_t>(shard_gib * (1ull << 30));
     const uint64_t shard_bytes = dsv41::synth::synthetic_data_bytes(g, exl3);
     const uint64_t bank_bytes = exl3.enabled ? dsv41::synth::exl3_bank_bytes(g, exl3) : 0;

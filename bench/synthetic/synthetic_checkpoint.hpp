@@ -1,7 +1,8 @@
 // Synthetic DeepSeek-V4.1 checkpoints: random weights in the released on-disk format (tensor
 // names, dtypes, shapes, sharded safetensors + index, config.json) that Transformer::load accepts,
 // for full-geometry benchmarks without the 510 GB release (docs/perf.md "Synthetic
-// full-geometry checkpoint"). No Engram, no DSpark (mtp.*), no vision tensors.
+// full-geometry checkpoint"). No Engram, no DSpark (mtp.*); the vision tower (vision.*, aligner.*,
+// image_*) only when SyntheticGeometry::vision is set.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +44,20 @@ struct SyntheticGeometry {
   int hc_mult = 4;
   int hc_sinkhorn_iters = 20;
   uint64_t shard_bytes = uint64_t{2} << 30;
+
+  // vision_config values (spec §7.1); hidden_size 0 = no vision tower in the checkpoint.
+  struct Vision {
+    int hidden_size = 0;
+    int intermediate_size = 0;
+    int num_hidden_layers = 0;
+    int num_attention_heads = 0;
+    int patch_size = 0;
+    int downsample_ratio = 0;
+    int max_image_tokens = 0;
+    int64_t min_pixels = 0;
+    static Vision released();  // 1024 wide, 32 blocks of 16 heads, patch 14, 3x3, 1024 tokens
+    static Vision tiny();      // 32 wide, 2 blocks of 2 heads, patch 2, 3x3, 40 tokens
+  } vision;
 
   // The released dimensions (§1.2) with `layers` backbone layers and `experts` routed experts.
   // Ratios: [0, 0] + [2] * n2 + [1] * n1 with (n2, n1) = (18, 20) at 40 layers (the release),
@@ -98,7 +113,7 @@ std::vector<SyntheticTensor> synthetic_tensors(const SyntheticGeometry& g,
 // Sum of nbytes() over synthetic_tensors(g, exl3): the shards' data bytes (no headers; the EXL3
 // banks are exl3_bank_bytes in synthetic_exl3.hpp).
 uint64_t synthetic_data_bytes(const SyntheticGeometry& g, const SyntheticExl3& exl3 = {});
-// config.json text (released nested layout, text_config only, engram_layer_ids []).
+// config.json text (released nested layout, text_config (+ vision_config), engram_layer_ids []).
 std::string synthetic_config_json(const SyntheticGeometry& g);
 
 // Writes DIR/config.json, DIR/model-0000N-of-0000M.safetensors and

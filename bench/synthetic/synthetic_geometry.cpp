@@ -57,6 +57,14 @@ SyntheticGeometry SyntheticGeometry::released(int layers, int experts) {
   return g;
 }
 
+SyntheticGeometry::Vision SyntheticGeometry::Vision::released() {
+  return Vision{1024, 2816, 32, 16, 14, 3, 1024, 295936};
+}
+
+SyntheticGeometry::Vision SyntheticGeometry::Vision::tiny() {
+  return Vision{32, 24, 2, 2, 2, 3, 40, 36};
+}
+
 SyntheticGeometry SyntheticGeometry::tiny() {
   SyntheticGeometry g;
   g.vocab_size = 600;
@@ -216,6 +224,30 @@ std::vector<SyntheticTensor> synthetic_tensors(const SyntheticGeometry& g,
   }
   b.norm("norm.weight", D);
   b.bf16("head.weight", V, D);
+  if (g.vision.hidden_size > 0) {  // §7.3-7.4; biases 0, norms 1, delimiters like embeddings
+    const SyntheticGeometry::Vision& v = g.vision;
+    const int64_t h = v.hidden_size, in = int64_t{3} * v.patch_size * v.patch_size;
+    b.bf16("vision.patch_embed.proj.weight", h, in);
+    b.add("vision.patch_embed.proj.bias", DType::kBF16, {h}, Fill::kConst, 0.0, 0.0);
+    for (int l = 0; l < v.num_hidden_layers; ++l) {
+      const std::string p = fmt::format("vision.blocks.{}.", l);
+      b.norm(p + "norm1.weight", h);
+      b.bf16(p + "attn.wqkv.weight", 3 * h, h);
+      b.add(p + "attn.wqkv.bias", DType::kBF16, {3 * h}, Fill::kConst, 0.0, 0.0);
+      b.bf16(p + "attn.wo.weight", h, h);
+      b.add(p + "attn.wo.bias", DType::kBF16, {h}, Fill::kConst, 0.0, 0.0);
+      b.norm(p + "norm2.weight", h);
+      b.bf16(p + "mlp.w1.weight", 2 * int64_t{v.intermediate_size}, h);
+      b.bf16(p + "mlp.w2.weight", h, v.intermediate_size);
+    }
+    b.norm("vision.norm.weight", h);
+    b.bf16("aligner.w1.weight", D, h * v.downsample_ratio * v.downsample_ratio);
+    b.add("aligner.w1.bias", DType::kBF16, {D}, Fill::kConst, 0.0, 0.0);
+    b.bf16("aligner.w2.weight", D, D);
+    b.add("aligner.w2.bias", DType::kBF16, {D}, Fill::kConst, 0.0, 0.0);
+    for (const char* n : {"image_start", "image_newline", "image_end", "image_pad"})
+      b.add(n, DType::kBF16, {D}, Fill::kNormal, 0.0, 1.0);
+  }
   return out;
 }
 
@@ -251,6 +283,25 @@ std::string synthetic_config_json(const SyntheticGeometry& g) {
   }},
 )",
                               image_id);
+  if (g.vision.hidden_size > 0) {
+    const SyntheticGeometry::Vision& v = g.vision;
+    s += fmt::format(R"(  "vision_config": {{
+    "model_type": "deepseek_v41_vision",
+    "hidden_size": {},
+    "intermediate_size": {},
+    "num_hidden_layers": {},
+    "num_attention_heads": {},
+    "patch_size": {},
+    "downsample_ratio": {},
+    "rope_theta": 10000.0,
+    "max_image_tokens": {},
+    "min_pixels": {},
+    "max_wh_ratio": null
+  }},
+)",
+                     v.hidden_size, v.intermediate_size, v.num_hidden_layers, v.num_attention_heads,
+                     v.patch_size, v.downsample_ratio, v.max_image_tokens, v.min_pixels);
+  }
   s += fmt::format(R"(  "text_config": {{
     "model_type": "deepseek_v41_text",
     "vocab_size": {},
