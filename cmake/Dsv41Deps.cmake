@@ -14,6 +14,13 @@ target_link_libraries(dsv41_utf8proc INTERFACE ${UTF8PROC_LIBRARY})
 # answers images with a message saying so.
 find_package(PNG QUIET)
 find_package(JPEG QUIET)
+# Debian keeps jconfig.h in the multiarch directory, which the compiler only searches under /usr:
+# add it for a relocated prefix (.gpu-deps/usr on the lent GPU machine).
+if(JPEG_FOUND AND CMAKE_LIBRARY_ARCHITECTURE AND
+   EXISTS "${JPEG_INCLUDE_DIR}/${CMAKE_LIBRARY_ARCHITECTURE}/jconfig.h")
+  set_property(TARGET JPEG::JPEG APPEND PROPERTY INTERFACE_INCLUDE_DIRECTORIES
+               "${JPEG_INCLUDE_DIR}/${CMAKE_LIBRARY_ARCHITECTURE}")
+endif()
 if(DSV41_BUILD_TESTS)
   find_package(Catch2 2 REQUIRED)
   include(Catch)

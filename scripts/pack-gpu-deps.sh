@@ -7,7 +7,8 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dest="$root/.gpu-deps"
 packages=(libfmt-dev libfmt9 libsimdjson-dev libsimdjson14 libpcre2-dev libpcre2-8-0 libpcre2-16-0
-          libpcre2-32-0 libpcre2-posix3 libutf8proc-dev libutf8proc2 catch2)
+          libpcre2-32-0 libpcre2-posix3 libutf8proc-dev libutf8proc2 catch2
+          libpng-dev libpng16-16 libjpeg62-turbo-dev libjpeg62-turbo zlib1g-dev zlib1g)
 rm -rf "$dest"
 mkdir -p "$dest"
 for p in "${packages[@]}"; do
