@@ -100,6 +100,10 @@ class BindingTest(unittest.TestCase):
         with self.assertRaises(dsv41.Dsv41Error) as ctx:
             self.model.encode_image(4, 5, bytes(48))
         self.assertEqual(ctx.exception.status, "unsupported")  # the tower is checked first
+        with self.assertRaises(dsv41.Dsv41Error) as ctx:
+            self.model.encode_image_file(b"not an image")
+        self.assertEqual(ctx.exception.status, "invalid_argument")
+        self.assertIn("unknown format", str(ctx.exception))
 
     def test_leaving_generate_early_cancels_and_never_crashes(self):
         # The ctypes callback outlives every generator (one module-level dispatcher): a break, an

@@ -2,7 +2,6 @@
 // tests/golden/vision/vision_fixture.hpp, PNGs written here with libpng. The span reaches the
 // prompt (usage counts it), different images steer the output, and undecodable images are
 // answered 400 naming the content part.
-#include <png.h>
 #include <simdjson.h>
 
 #include <catch2/catch.hpp>
@@ -14,33 +13,15 @@
 #include "api/api.hpp"
 #include "api/generation_backend.hpp"
 #include "golden/vision/vision_fixture.hpp"
+#include "support/png_writer.hpp"
 
 using namespace dsv41;
 using namespace dsv41::server;
 
 namespace {
 
-void png_append(png_structp png, png_bytep data, size_t n) {
-  auto* out = static_cast<std::string*>(png_get_io_ptr(png));
-  out->append(reinterpret_cast<const char*>(data), n);
-}
-
 std::string random_png(int w, int h, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> px(size_t{3} * w * h);
-  for (uint8_t& b : px) b = static_cast<uint8_t>(rng() & 0xFF);
-  std::string out;
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-  png_infop info = png_create_info_struct(png);
-  REQUIRE(setjmp(png_jmpbuf(png)) == 0);
-  png_set_write_fn(png, &out, png_append, nullptr);
-  png_set_IHDR(png, info, w, h, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
-               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-  png_write_info(png, info);
-  for (int y = 0; y < h; ++y) png_write_row(png, px.data() + size_t{3} * w * y);
-  png_write_end(png, nullptr);
-  png_destroy_write_struct(&png, &info);
-  return out;
+  return test::write_rgb_png(w, h, test::random_rgb(w, h, seed));
 }
 
 std::string base64(const std::string& in) {

@@ -116,6 +116,16 @@ class Model:
                                                    ctypes.byref(handle)))
         return Image(handle)
 
+    def encode_image_file(self, data: bytes, max_pixels: int = 0) -> "Image":
+        """A PNG or JPEG file's bytes through the vision tower (0 = the default pixel limit)."""
+        data = bytes(data)
+        buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        handle = ctypes.c_void_p()
+        _check(_ffi.lib().dsv41_model_encode_image_file(self._handle, buf, len(data),
+                                                        _int("max_pixels", max_pixels),
+                                                        ctypes.byref(handle)))
+        return Image(handle)
+
     @property
     def bos_token(self) -> int:
         return _ffi.lib().dsv41_model_bos_token(self._handle)

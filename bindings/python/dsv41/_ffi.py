@@ -110,6 +110,7 @@ def lib():
         "dsv41_session_fork": (ctypes.c_int, [vp, P(vp)]),
         "dsv41_session_tokens": (ctypes.c_int, [vp, P(i32), sz, P(sz)]),
         "dsv41_model_encode_image": (ctypes.c_int, [vp, P(ctypes.c_uint8), sz, i32, i32, P(vp)]),
+        "dsv41_model_encode_image_file": (ctypes.c_int, [vp, P(ctypes.c_uint8), sz, i64, P(vp)]),
         "dsv41_image_free": (None, [vp]),
         "dsv41_image_positions": (i64, [vp]),
         "dsv41_session_append_image": (ctypes.c_int, [vp, vp, ctypes.c_int, P(ctypes.c_float), sz,

@@ -120,6 +120,12 @@ typedef struct dsv41_image dsv41_image;
 DSV41_CAPI dsv41_status dsv41_model_encode_image(const dsv41_model* model, const uint8_t* rgb,
                                                  size_t rgb_len, int32_t width, int32_t height,
                                                  dsv41_image** out);
+/* The same for a PNG or JPEG file's bytes (read during the call only), decoded as
+ * PIL.Image.open(f).convert("RGB") does (docs/vision.md), at most max_pixels pixels (checked from
+ * the header; 0 = 33554432). DSV41_ERR_UNSUPPORTED also for GIF, WebP and CMYK JPEG. */
+DSV41_CAPI dsv41_status dsv41_model_encode_image_file(const dsv41_model* model,
+                                                      const uint8_t* bytes, size_t len,
+                                                      int64_t max_pixels, dsv41_image** out);
 DSV41_CAPI void dsv41_image_free(dsv41_image* image);
 /* Sequence positions the image takes (rows * (cols + 1) + 2); -1 for NULL. */
 DSV41_CAPI int64_t dsv41_image_positions(const dsv41_image* image);

@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "dsv41/export.hpp"
+#include "dsv41/status.hpp"
 
 namespace dsv41 {
 
@@ -17,6 +19,21 @@ struct ImagePixels {
   int height = 0;
   std::span<const uint8_t> rgb;
 };
+
+// Decoded pixels that own their buffer.
+struct DecodedImage {
+  int width = 0;
+  int height = 0;
+  std::vector<uint8_t> rgb;  // [height, width, 3]
+  ImagePixels pixels() const { return {width, height, rgb}; }
+};
+
+// PNG or JPEG bytes to RGB, as the reference's `PIL.Image.open(f).convert("RGB")` (palettes
+// expanded, grey replicated, alpha dropped; docs/vision.md). Errors: kInvalidArgument naming the
+// problem (unknown format, corrupt data, more than max_pixels pixels: checked from the header
+// before decoding), kUnsupported (GIF, WebP, CMYK JPEG, or a build without libpng / libjpeg).
+DSV41_API Result<DecodedImage> decode_image(std::span<const uint8_t> bytes,
+                                            int64_t max_pixels = int64_t{1} << 25);
 
 // One encoded image: the input embeddings of its span ([image_start], rows of aligner outputs
 // each closed by [image_newline], [image_end]). Move-only; independent of the Model after

@@ -21,6 +21,25 @@ dsv41_status dsv41_model_encode_image(const dsv41_model* model, const uint8_t* r
   });
 }
 
+dsv41_status dsv41_model_encode_image_file(const dsv41_model* model, const uint8_t* bytes,
+                                           size_t len, int64_t max_pixels, dsv41_image** out) {
+  if (out == nullptr) return invalid("dsv41_model_encode_image_file: out is NULL");
+  *out = nullptr;
+  if (model == nullptr) return invalid("dsv41_model_encode_image_file: model is NULL");
+  if (bytes == nullptr && len > 0)
+    return invalid("dsv41_model_encode_image_file: bytes is NULL with len > 0");
+  if (max_pixels < 0) return invalid("dsv41_model_encode_image_file: max_pixels is negative");
+  return guarded([&] {
+    auto decoded = dsv41::decode_image(std::span<const uint8_t>(bytes, len),
+                                       max_pixels == 0 ? int64_t{1} << 25 : max_pixels);
+    if (!decoded.is_ok()) return fail(decoded.status());
+    auto r = model->model.encode_image(decoded->pixels());
+    if (!r.is_ok()) return fail(r.status());
+    *out = new dsv41_image{std::move(r).value()};
+    return DSV41_OK;
+  });
+}
+
 void dsv41_image_free(dsv41_image* image) { delete image; }
 
 int64_t dsv41_image_positions(const dsv41_image* image) {

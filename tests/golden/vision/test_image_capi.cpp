@@ -7,6 +7,7 @@
 
 #include "dsv41/dsv41.h"
 #include "support/fixtures.hpp"
+#include "support/png_writer.hpp"
 #include "vision_fixture.hpp"
 
 namespace dsv41::test {
@@ -88,6 +89,45 @@ TEST_CASE("C ABI: encode an image and append it to a session", "[golden][vision]
   dsv41_session_free(s);
   dsv41_image_free(image);
   dsv41_image_free(nullptr);
+  dsv41_model_free(model);
+}
+
+TEST_CASE("C ABI: encode a PNG file's bytes", "[golden][vision]") {
+  dsv41_model* model = load(make_tiny8_vision());
+  const std::vector<uint8_t> rgb = random_rgb(20, 14);
+  const std::string png = write_rgb_png(20, 14, rgb);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(png.data());
+  dsv41_image* from_file = nullptr;
+  dsv41_image* from_pixels = nullptr;
+  REQUIRE(dsv41_model_encode_image_file(model, bytes, png.size(), 0, &from_file) == DSV41_OK);
+  REQUIRE(dsv41_model_encode_image(model, rgb.data(), rgb.size(), 20, 14, &from_pixels) ==
+          DSV41_OK);
+  CHECK(dsv41_image_positions(from_file) == 17);
+  // Same pixels, same logits.
+  dsv41_session_params sp = dsv41_session_default_params();
+  std::vector<std::vector<float>> logits;
+  for (dsv41_image* img : {from_file, from_pixels}) {
+    dsv41_session* s = nullptr;
+    REQUIRE(dsv41_session_create(model, &sp, &s) == DSV41_OK);
+    std::vector<float> out(600);
+    size_t n = 0;
+    REQUIRE(dsv41_session_append_image(s, img, 0, out.data(), out.size(), &n) == DSV41_OK);
+    logits.push_back(out);
+    dsv41_session_free(s);
+  }
+  CHECK(logits[0] == logits[1]);
+  dsv41_image* none = nullptr;
+  require_status(dsv41_model_encode_image_file(model, bytes, png.size(), 279, &none),
+                 DSV41_ERR_INVALID_ARGUMENT, "20x14 = 280 pixels exceeds the limit of 279");
+  require_status(dsv41_model_encode_image_file(model, bytes, 30, 0, &none),
+                 DSV41_ERR_INVALID_ARGUMENT, "PNG");
+  require_status(dsv41_model_encode_image_file(model, nullptr, 5, 0, &none),
+                 DSV41_ERR_INVALID_ARGUMENT, "bytes is NULL");
+  require_status(dsv41_model_encode_image_file(model, bytes, png.size(), -1, &none),
+                 DSV41_ERR_INVALID_ARGUMENT, "max_pixels is negative");
+  CHECK(none == nullptr);
+  dsv41_image_free(from_file);
+  dsv41_image_free(from_pixels);
   dsv41_model_free(model);
 }
 
