@@ -16,6 +16,7 @@
 #include "api/api_errors.hpp"
 #include "api/image_input.hpp"
 #include "auth/api_key.hpp"
+#include "channel_collect.hpp"
 #include "config.hpp"
 #include "scripted_backend.hpp"
 
@@ -49,26 +50,8 @@ HttpRequest post(const std::string& path, const std::string& body) {
   return r;
 }
 
-// Waits for the channel to finish; returns (status, body).
 std::pair<int, std::string> collect(HttpResponse res) {
-  if (!res.channel) return {res.status, res.body};
-  std::mutex mu;
-  std::condition_variable cv;
-  bool closed = false;
-  std::string bytes;
-  std::optional<HttpResponse> final_response;
-  res.channel->set_waker([&] {
-    std::lock_guard<std::mutex> lock(mu);
-    ResponseChannel::Drained d = res.channel->drain();
-    bytes += d.bytes;
-    if (d.response) final_response = std::move(d.response);
-    if (d.closed) closed = true;
-    cv.notify_all();
-  });
-  std::unique_lock<std::mutex> lock(mu);
-  REQUIRE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return closed; }));
-  if (final_response) return {final_response->status, final_response->body};
-  return {res.status, bytes};
+  return dsv41::server::test::collect(std::move(res), std::chrono::seconds(10));
 }
 
 std::vector<std::string> sse_payloads(const std::string& body) {

@@ -12,6 +12,7 @@
 
 #include "api/api.hpp"
 #include "api/generation_backend.hpp"
+#include "channel_collect.hpp"
 #include "golden/vision/vision_fixture.hpp"
 #include "support/png_writer.hpp"
 
@@ -21,7 +22,7 @@ using namespace dsv41::server;
 namespace {
 
 std::string random_png(int w, int h, uint32_t seed) {
-  return test::write_rgb_png(w, h, test::random_rgb(w, h, seed));
+  return dsv41::test::write_rgb_png(w, h, dsv41::test::random_rgb(w, h, seed));
 }
 
 std::string base64(const std::string& in) {
@@ -55,30 +56,13 @@ std::string chat_with_image(const std::string& mime, const std::string& file) {
 }
 
 std::pair<int, std::string> collect(HttpResponse res) {
-  if (!res.channel) return {res.status, res.body};
-  std::mutex mu;
-  std::condition_variable cv;
-  bool closed = false;
-  std::string bytes;
-  std::optional<HttpResponse> final_response;
-  res.channel->set_waker([&] {
-    std::lock_guard<std::mutex> lock(mu);
-    ResponseChannel::Drained d = res.channel->drain();
-    bytes += d.bytes;
-    if (d.response) final_response = std::move(d.response);
-    if (d.closed) closed = true;
-    cv.notify_all();
-  });
-  std::unique_lock<std::mutex> lock(mu);
-  REQUIRE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return closed; }));
-  if (final_response) return {final_response->status, final_response->body};
-  return {res.status, bytes};
+  return dsv41::server::test::collect(std::move(res), std::chrono::seconds(60));
 }
 
 struct VisionServer {
   VisionServer() {
     ModelParams p;
-    p.model_dir = test::make_tiny8_vision();
+    p.model_dir = dsv41::test::make_tiny8_vision();
     p.threads = 2;
     p.backend = "cpu";
     Result<Model> m = Model::load(p);

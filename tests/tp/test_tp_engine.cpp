@@ -14,6 +14,7 @@
 #include "dsv41/model.hpp"
 #include "dsv41/session.hpp"
 #include "golden/model/golden_case.hpp"
+#include "support/event_collector.hpp"
 #include "support/fixtures.hpp"
 #include "tp_script.hpp"
 
@@ -37,29 +38,7 @@ ModelParams rank_params(int rank, uint16_t port, const std::string& kv = "100000
   return mp;
 }
 
-struct Collector {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::map<RequestId, std::vector<int32_t>> tokens;
-  std::map<RequestId, GenerationEvent> done;
-  EventCallback callback() {
-    return [this](const GenerationEvent& ev) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (ev.kind == GenerationEvent::Kind::kToken) {
-        tokens[ev.id].push_back(ev.token);
-      } else {
-        done[ev.id] = ev;
-      }
-      cv.notify_all();
-    };
-  }
-  bool wait(RequestId id, std::chrono::milliseconds limit, GenerationEvent* ev) {
-    std::unique_lock<std::mutex> lock(mu);
-    if (!cv.wait_for(lock, limit, [&] { return done.count(id) > 0; })) return false;
-    *ev = done[id];
-    return true;
-  }
-};
+using Collector = test::EventCollector;
 
 GenerationRequest greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
   GenerationRequest r;
@@ -101,7 +80,7 @@ TEST_CASE("tp engine: rank 0's Engine with a follower gives the oracle's greedy 
     for (int i = 0; i < 3; ++i) ids.push_back(*engine->submit(greedy(p1, 12), c.callback()));
     for (RequestId id : ids) {
       GenerationEvent ev;
-      REQUIRE(c.wait(id, std::chrono::seconds(120), &ev));
+      REQUIRE(c.wait_for(id, std::chrono::seconds(120), &ev));
       INFO(ev.status.to_string());
       REQUIRE(ev.status.is_ok());
       REQUIRE(c.tokens[id] == want);
@@ -111,7 +90,7 @@ TEST_CASE("tp engine: rank 0's Engine with a follower gives the oracle's greedy 
     longer.insert(longer.end(), want.begin(), want.begin() + 4);
     RequestId id = *engine->submit(greedy(longer, 8), c.callback());
     GenerationEvent ev;
-    REQUIRE(c.wait(id, std::chrono::seconds(120), &ev));
+    REQUIRE(c.wait_for(id, std::chrono::seconds(120), &ev));
     REQUIRE(ev.status.is_ok());
     REQUIRE(ev.cached_tokens >= 37);
     REQUIRE(c.tokens[id] == std::vector<int32_t>(want.begin() + 4, want.end()));
@@ -143,7 +122,7 @@ TEST_CASE("tp engine: speculative rounds (verify forward + rollback) stay in loc
     req.sampling.frequency_penalty = 2.0f;
     const RequestId id = *engine->submit(req, c.callback());
     GenerationEvent ev;
-    REQUIRE(c.wait(id, std::chrono::seconds(120), &ev));
+    REQUIRE(c.wait_for(id, std::chrono::seconds(120), &ev));
     INFO(ev.status.to_string());
     REQUIRE(ev.status.is_ok());
     *stats = engine->stats();
@@ -219,7 +198,7 @@ TEST_CASE("tp engine: the follower stopping mid-generation ends rank 0's request
   const auto t0 = std::chrono::steady_clock::now();
   stop = true;
   GenerationEvent ev;
-  REQUIRE(c.wait(id, std::chrono::seconds(10), &ev));
+  REQUIRE(c.wait_for(id, std::chrono::seconds(10), &ev));
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("request ended %.2f s after the follower stopped: %s\n", s,
               ev.status.to_string().c_str());

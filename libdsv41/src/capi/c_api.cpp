@@ -130,14 +130,7 @@ dsv41_status dsv41_session_append(dsv41_session* session, const int32_t* ids, si
   return guarded([&] {
     auto r = session->session.append(std::span<const int32_t>(ids, n), all_logits != 0);
     if (!r.is_ok()) return fail(r.status());
-    *n_out = r->size();
-    if (r->size() > capacity) {
-      set_error("dsv41_session_append: " + std::to_string(r->size()) +
-                " logits do not fit capacity " + std::to_string(capacity));
-      return DSV41_ERR_BUFFER_TOO_SMALL;
-    }
-    std::memcpy(logits, r->data(), r->size() * sizeof(float));
-    return DSV41_OK;
+    return write_floats("dsv41_session_append", *r, logits, capacity, n_out);
   });
 }
 

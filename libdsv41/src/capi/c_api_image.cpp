@@ -57,14 +57,7 @@ dsv41_status dsv41_session_append_image(dsv41_session* session, const dsv41_imag
   return guarded([&] {
     auto r = session->session.append_image(image->image, all_logits != 0);
     if (!r.is_ok()) return fail(r.status());
-    *n_out = r->size();
-    if (r->size() > capacity) {
-      set_error("dsv41_session_append_image: " + std::to_string(r->size()) +
-                " logits do not fit capacity " + std::to_string(capacity));
-      return DSV41_ERR_BUFFER_TOO_SMALL;
-    }
-    std::memcpy(logits, r->data(), r->size() * sizeof(float));
-    return DSV41_OK;
+    return write_floats("dsv41_session_append_image", *r, logits, capacity, n_out);
   });
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "dsv41/dsv41.h"
 #include "dsv41/engine.hpp"
@@ -65,6 +66,20 @@ inline dsv41_status invalid(std::string_view message) noexcept {
 
 // Counts above this many elements cannot be an array in memory (any element is >= 4 bytes).
 constexpr size_t kMaxCount = static_cast<size_t>(PTRDIFF_MAX) / 4;
+
+// The buffer rule of the logits outputs: *n_out = values.size(); BUFFER_TOO_SMALL (nothing
+// written, `fn` named) when they do not fit capacity, else copied.
+inline dsv41_status write_floats(const char* fn, const std::vector<float>& values, float* out,
+                                 size_t capacity, size_t* n_out) {
+  *n_out = values.size();
+  if (values.size() > capacity) {
+    set_error(std::string(fn) + ": " + std::to_string(values.size()) +
+              " logits do not fit capacity " + std::to_string(capacity));
+    return DSV41_ERR_BUFFER_TOO_SMALL;
+  }
+  if (!values.empty()) std::memcpy(out, values.data(), values.size() * sizeof(float));
+  return DSV41_OK;
+}
 
 // Runs fn() and converts anything escaping into a status: nothing crosses the C ABI.
 template <typename Fn>

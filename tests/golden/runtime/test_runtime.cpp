@@ -10,6 +10,7 @@
 #include "dsv41/sampler.hpp"
 #include "dsv41/session.hpp"
 #include "loader/safetensors.hpp"
+#include "support/event_collector.hpp"
 #include "support/fixtures.hpp"
 #include "support/tolerance.hpp"
 
@@ -165,27 +166,7 @@ TEST_CASE("session: invalid ids and context overflow are typed errors that commi
 
 namespace {
 // Collects the events of requests; waits for their kFinished.
-struct Collector {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::map<RequestId, std::vector<int32_t>> tokens;
-  std::map<RequestId, GenerationEvent> done;
-  EventCallback callback() {
-    return [this](const GenerationEvent& ev) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (ev.kind == GenerationEvent::Kind::kToken)
-        tokens[ev.id].push_back(ev.token);
-      else
-        done[ev.id] = ev;
-      cv.notify_all();
-    };
-  }
-  GenerationEvent wait(RequestId id) {
-    std::unique_lock<std::mutex> lock(mu);
-    REQUIRE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return done.count(id) > 0; }));
-    return done[id];
-  }
-};
+using Collector = test::EventCollector;
 
 GenerationRequest greedy_request(std::vector<int32_t> prompt, int64_t max_tokens) {
   GenerationRequest r;

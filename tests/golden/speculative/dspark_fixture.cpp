@@ -15,18 +15,12 @@
 #include "loader/safetensors.hpp"
 #include "quant/dtype.hpp"
 #include "support/fixtures.hpp"
+#include "support/tiny8_variant.hpp"
 
 namespace dsv41::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 void replace_once(std::string& s, const std::string& from, const std::string& to) {
   const size_t at = s.find(from);
@@ -84,14 +78,7 @@ struct Writer {
 std::string make_tiny8_dspark(const std::set<std::string>& drop,
                               const std::set<std::string>& extra) {
   const fs::path src = fixture("golden/tiny8");
-  static int counter = 0;
-  const fs::path dir = fs::temp_directory_path() / ("dsv41-dspark-" + std::to_string(::getpid()) +
-                                                    "-" + std::to_string(counter++));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  for (const char* f :
-       {"tokenizer.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"})
-    fs::create_symlink(src / f, dir / f);
+  const fs::path dir = tiny8_variant_dir("dspark");
 
   std::string cfg = read_text(src / "config.json");
   replace_once(cfg, "\"num_nextn_predict_layers\": 0", "\"num_nextn_predict_layers\": 3");
@@ -139,12 +126,7 @@ std::string make_tiny8_dspark(const std::set<std::string>& drop,
   for (const std::string& name : extra) w.random(name, DType::kF32, {1}, rng, 0.0f, 1.0f);
   write_safetensors((dir / "model-mtp.safetensors").string(), w.tensors);
 
-  std::string index = read_text(src / "model.safetensors.index.json");
-  std::string entries;
-  for (const TensorToWrite& t : w.tensors)
-    entries += "\n    \"" + t.name + "\": \"model-mtp.safetensors\",";
-  replace_once(index, "\"weight_map\": {", "\"weight_map\": {" + entries);
-  std::ofstream(dir / "model.safetensors.index.json") << index;
+  write_index_with(dir, "model-mtp.safetensors", w.tensors);
   return dir.string();
 }
 

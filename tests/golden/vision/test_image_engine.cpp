@@ -10,6 +10,7 @@
 
 #include "dsv41/engine.hpp"
 #include "dsv41/session.hpp"
+#include "support/event_collector.hpp"
 #include "vision_fixture.hpp"
 
 namespace dsv41::test {
@@ -73,27 +74,7 @@ std::vector<int32_t> session_greedy(const ImageEmbedding& img, const std::vector
   return out;
 }
 
-struct Collector {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::map<RequestId, std::vector<int32_t>> tokens;
-  std::map<RequestId, GenerationEvent> done;
-  EventCallback callback() {
-    return [this](const GenerationEvent& ev) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (ev.kind == GenerationEvent::Kind::kToken)
-        tokens[ev.id].push_back(ev.token);
-      else
-        done[ev.id] = ev;
-      cv.notify_all();
-    };
-  }
-  GenerationEvent wait(RequestId id) {
-    std::unique_lock<std::mutex> lock(mu);
-    REQUIRE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return done.count(id) > 0; }));
-    return done[id];
-  }
-};
+using Collector = EventCollector;
 
 GenerationRequest greedy(std::vector<int32_t> prompt, std::shared_ptr<const ImageEmbedding> img,
                          int64_t max_tokens) {

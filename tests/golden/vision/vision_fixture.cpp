@@ -13,18 +13,12 @@
 #include "loader/safetensors.hpp"
 #include "quant/dtype.hpp"
 #include "support/fixtures.hpp"
+#include "support/tiny8_variant.hpp"
 
 namespace dsv41::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 // The JSON object value of `"key": {...}` in s replaced by `value`.
 void replace_object(std::string& s, const std::string& key, const std::string& value) {
@@ -67,14 +61,7 @@ struct Writer {
 std::string make_tiny8_vision(const std::set<std::string>& drop, bool zero_blocks) {
   using V = TinyVision;
   const fs::path src = fixture("golden/tiny8");
-  static int counter = 0;
-  const fs::path dir = fs::temp_directory_path() / ("dsv41-vision-" + std::to_string(::getpid()) +
-                                                    "-" + std::to_string(counter++));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  for (const char* f :
-       {"tokenizer.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"})
-    fs::create_symlink(src / f, dir / f);
+  const fs::path dir = tiny8_variant_dir("vision");
   std::string cfg = read_text(src / "config.json");
   std::ostringstream vc;
   vc << "{\"model_type\": \"deepseek_v41_vision\", \"hidden_size\": " << V::kHidden
@@ -112,14 +99,7 @@ std::string make_tiny8_vision(const std::set<std::string>& drop, bool zero_block
     w.bf16(n, {D}, 0.5f);
   write_safetensors((dir / "model-vision.safetensors").string(), w.tensors);
 
-  std::string index = read_text(src / "model.safetensors.index.json");
-  std::string entries;
-  for (const TensorToWrite& t : w.tensors)
-    entries += "\n    \"" + t.name + "\": \"model-vision.safetensors\",";
-  const size_t at = index.find("\"weight_map\": {");
-  if (at == std::string::npos) throw std::runtime_error("vision fixture: no weight_map");
-  index.insert(at + std::strlen("\"weight_map\": {"), entries);
-  std::ofstream(dir / "model.safetensors.index.json") << index;
+  write_index_with(dir, "model-vision.safetensors", w.tensors);
   return dir.string();
 }
 

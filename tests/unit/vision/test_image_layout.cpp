@@ -29,21 +29,25 @@ constexpr Case kReleased[] = {
     {5000, 5000, 1302, 1302, 93, 93, 31, 31},
 };
 
+// The layout of one case, every field, and the span within the budget.
+void check_case(const Case& c, const VisionConfig& v) {
+  INFO("source " << c.src_w << "x" << c.src_h);
+  Result<ImageLayout> l = image_layout(c.src_w, c.src_h, v);
+  REQUIRE(l.is_ok());
+  CHECK(l->width == c.width);
+  CHECK(l->height == c.height);
+  CHECK(l->vit_h == c.vit_h);
+  CHECK(l->vit_w == c.vit_w);
+  CHECK(l->llm_h == c.llm_h);
+  CHECK(l->llm_w == c.llm_w);
+  CHECK(l->span_length() == int64_t{c.llm_h} * (c.llm_w + 1) + 2);
+  CHECK(l->span_length() <= v.max_image_tokens);
+  CHECK_FALSE(l->stretch);
+}
+
 TEST_CASE("image layout matches the reference sizing on the released config", "[unit]") {
   const VisionConfig v;
-  for (const Case& c : kReleased) {
-    INFO("source " << c.src_w << "x" << c.src_h);
-    Result<ImageLayout> l = image_layout(c.src_w, c.src_h, v);
-    REQUIRE(l.is_ok());
-    CHECK(l->width == c.width);
-    CHECK(l->height == c.height);
-    CHECK(l->vit_h == c.vit_h);
-    CHECK(l->vit_w == c.vit_w);
-    CHECK(l->llm_h == c.llm_h);
-    CHECK(l->llm_w == c.llm_w);
-    CHECK(l->span_length() <= v.max_image_tokens);
-    CHECK_FALSE(l->stretch);
-  }
+  for (const Case& c : kReleased) check_case(c, v);
 }
 
 TEST_CASE("image layout on a tiny config (patch 2, max 40 tokens, min 36 pixels)", "[unit]") {
@@ -54,18 +58,7 @@ TEST_CASE("image layout on a tiny config (patch 2, max 40 tokens, min 36 pixels)
   constexpr Case kTiny[] = {{1, 1, 6, 6, 3, 3, 1, 1},    {5, 3, 8, 4, 2, 4, 1, 2},
                             {7, 7, 8, 8, 4, 4, 2, 2},    {20, 4, 20, 4, 2, 10, 1, 4},
                             {3, 50, 4, 50, 25, 2, 9, 1}, {100, 100, 30, 30, 15, 15, 5, 5}};
-  for (const Case& c : kTiny) {
-    INFO("source " << c.src_w << "x" << c.src_h);
-    Result<ImageLayout> l = image_layout(c.src_w, c.src_h, v);
-    REQUIRE(l.is_ok());
-    CHECK(l->width == c.width);
-    CHECK(l->height == c.height);
-    CHECK(l->vit_h == c.vit_h);
-    CHECK(l->vit_w == c.vit_w);
-    CHECK(l->llm_h == c.llm_h);
-    CHECK(l->llm_w == c.llm_w);
-    CHECK(l->span_length() == int64_t{c.llm_h} * (c.llm_w + 1) + 2);
-  }
+  for (const Case& c : kTiny) check_case(c, v);
 }
 
 TEST_CASE("image layout with max_wh_ratio caps the width and stretches", "[unit]") {
