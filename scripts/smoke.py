@@ -5,8 +5,8 @@
 
 Checks: /health, /v1/models, a non-stream and a streamed chat completion (text), a request with
 tools and tool_choice "required" (constrained decoding: finish_reason tool_calls, a get_weather
-call with id and JSON-object arguments), and an image part (answered 200, or 400 with an error message when the
-server has no vision support). Prints one PASS/FAIL line per check; exit code 1 if any failed.
+call with id and JSON-object arguments), and a two-colour PNG image part (answered 200, or 400 with an error
+message when the server cannot use images). Prints one PASS/FAIL line per check; exit code 1 if any failed.
 """
 import argparse
 import base64
@@ -15,6 +15,17 @@ import struct
 import sys
 import urllib.error
 import urllib.request
+import zlib
+
+
+def two_colour_png(w, h):
+    """A valid 8-bit RGB PNG: left half red, right half blue."""
+    row = b"\0" + b"".join(b"\xff\x00\x00" if x < w // 2 else b"\x00\x00\xff" for x in range(w))
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + \
+            struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(row * h)) + chunk(b"IEND", b""))
 
 
 def call(url, key, method, path, body=None):
@@ -73,8 +84,7 @@ def main():
             ok = ok and bool(c["id"]) and c["function"]["name"] == "get_weather" and \
                 isinstance(json.loads(c["function"]["arguments"]), dict)
     check("chat tool call (tool_choice required)", ok, body)
-    png = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + \
-        struct.pack(">IIBBBBB", 8, 8, 8, 2, 0, 0, 0) + b"\0\0\0\0"
+    png = two_colour_png(64, 48)
     image = {"type": "image_url", "image_url": {
         "url": "data:image/png;base64," + base64.b64encode(png).decode()}}
     status, body = call(a.url, key, "POST", "/v1/chat/completions",
