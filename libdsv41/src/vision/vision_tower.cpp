@@ -39,11 +39,11 @@ void VisionTower::attention(const float* qkv, int64_t n, const std::vector<float
   const int64_t hidden = v.hidden_size, heads = v.num_attention_heads, hd = v.head_dim();
   const int64_t half = hd / 2;
   // Rotated q and k, head-major [heads, n, hd] so one head's keys are contiguous.
-  std::vector<float> q(static_cast<size_t>(n * hidden)), k(q.size());
+  std::vector<float> q_rot(static_cast<size_t>(n * hidden)), k(q_rot.size());
   pool_->parallel_for(static_cast<size_t>(n), [&](size_t b, size_t e) {
     for (int64_t t = static_cast<int64_t>(b); t < static_cast<int64_t>(e); ++t)
       for (int64_t h = 0; h < heads; ++h) {
-        float* qd = &q[(h * n + t) * hd];
+        float* qd = &q_rot[(h * n + t) * hd];
         float* kd = &k[(h * n + t) * hd];
         std::copy_n(qkv + t * 3 * hidden + h * hd, hd, qd);
         std::copy_n(qkv + t * 3 * hidden + hidden + h * hd, hd, kd);
@@ -52,30 +52,43 @@ void VisionTower::attention(const float* qkv, int64_t n, const std::vector<float
       }
   });
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  pool_->parallel_for(static_cast<size_t>(heads * n), [&](size_t b, size_t e) {
-    std::vector<float> s(static_cast<size_t>(n));
+  // kQueries queries of one head per job share each key and value row read (n keys of a large
+  // image are megabytes); every query's sums keep their index order, as one query at a time.
+  constexpr int64_t kQueries = 4;
+  const int64_t blocks = (n + kQueries - 1) / kQueries;
+  pool_->parallel_for(static_cast<size_t>(heads * blocks), [&](size_t b, size_t e) {
+    std::vector<float> s(static_cast<size_t>(kQueries * n));
     for (size_t job = b; job < e; ++job) {
-      const int64_t h = static_cast<int64_t>(job) / n, i = static_cast<int64_t>(job) % n;
-      const float* qi = &q[(h * n + i) * hd];
-      float mx = -INFINITY;
+      const int64_t h = static_cast<int64_t>(job) / blocks;
+      const int64_t i0 = (static_cast<int64_t>(job) % blocks) * kQueries;
+      const int64_t nq = std::min(kQueries, n - i0);
+      float mx[kQueries], sum[kQueries];
+      for (int64_t q = 0; q < nq; ++q) mx[q] = -INFINITY;
       for (int64_t j = 0; j < n; ++j) {
         const float* kj = &k[(h * n + j) * hd];
-        float dot = 0.0f;
-        for (int64_t d = 0; d < hd; ++d) dot += qi[d] * kj[d];
-        s[j] = dot * scale;
-        mx = std::max(mx, s[j]);
+        for (int64_t q = 0; q < nq; ++q) {
+          const float* qi = &q_rot[(h * n + i0 + q) * hd];
+          float dot = 0.0f;
+          for (int64_t d = 0; d < hd; ++d) dot += qi[d] * kj[d];
+          s[q * n + j] = dot * scale;
+          mx[q] = std::max(mx[q], s[q * n + j]);
+        }
       }
-      float sum = 0.0f;
-      for (int64_t j = 0; j < n; ++j) {
-        s[j] = std::exp(s[j] - mx);
-        sum += s[j];
+      for (int64_t q = 0; q < nq; ++q) {
+        sum[q] = 0.0f;
+        for (int64_t j = 0; j < n; ++j) {
+          s[q * n + j] = std::exp(s[q * n + j] - mx[q]);
+          sum[q] += s[q * n + j];
+        }
+        std::fill_n(out + (i0 + q) * hidden + h * hd, hd, 0.0f);
       }
-      float* o = out + i * hidden + h * hd;
-      std::fill_n(o, hd, 0.0f);
       for (int64_t j = 0; j < n; ++j) {
-        const float p = s[j] / sum;
         const float* vj = qkv + j * 3 * hidden + 2 * hidden + h * hd;
-        for (int64_t d = 0; d < hd; ++d) o[d] += p * vj[d];
+        for (int64_t q = 0; q < nq; ++q) {
+          const float p = s[q * n + j] / sum[q];
+          float* o = out + (i0 + q) * hidden + h * hd;
+          for (int64_t d = 0; d < hd; ++d) o[d] += p * vj[d];
+        }
       }
     }
   });
