@@ -33,4 +33,13 @@ void apply_vision_rope(float* x, const float* angles, int head_dim) {
   }
 }
 
+void rotate_qk(float* qkv, int64_t n, int heads, int head_dim, const float* angles) {
+  const int64_t hidden = int64_t{heads} * head_dim, half = head_dim / 2;
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t part = 0; part < 2; ++part)  // q, k
+      for (int64_t h = 0; h < heads; ++h)
+        apply_vision_rope(qkv + t * 3 * hidden + part * hidden + h * head_dim, angles + t * half,
+                          head_dim);
+}
+
 }  // namespace dsv41::vision

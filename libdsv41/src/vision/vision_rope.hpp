@@ -16,4 +16,8 @@ std::vector<float> vision_rope_angles(int n_h, int n_w, int head_dim, double the
 // (x_i, x_{i+h/2}) -> (x_i cos - x_{i+h/2} sin, x_{i+h/2} cos + x_i sin).
 void apply_vision_rope(float* x, const float* angles, int head_dim);
 
+// q and k of every head of qkv [n, 3·heads·head_dim] (q | k | v) rotated in place by the angles
+// [n, head_dim/2] of their position.
+void rotate_qk(float* qkv, int64_t n, int heads, int head_dim, const float* angles);
+
 }  // namespace dsv41::vision

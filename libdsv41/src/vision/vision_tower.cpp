@@ -6,6 +6,7 @@
 #include "core/check.hpp"
 #include "model/rms_norm.hpp"
 #include "vision/patch_merge.hpp"
+#include "vision/vision_attention.hpp"
 #include "vision/vision_rope.hpp"
 
 namespace dsv41::vision {
@@ -32,68 +33,6 @@ VisionTower::VisionTower(const Checkpoint& ck, const ModelConfig& cfg, ThreadPoo
   w_ = VisionWeights::bind(ck, cfg);
 }
 
-// q, k, v: qkv [n, 3·hidden] split in thirds, each [n, heads, head_dim]; out [n, hidden].
-void VisionTower::attention(const float* qkv, int64_t n, const std::vector<float>& angles,
-                            float* out) const {
-  const VisionConfig& v = cfg_.vision;
-  const int64_t hidden = v.hidden_size, heads = v.num_attention_heads, hd = v.head_dim();
-  const int64_t half = hd / 2;
-  // Rotated q and k, head-major [heads, n, hd] so one head's keys are contiguous.
-  std::vector<float> q_rot(static_cast<size_t>(n * hidden)), k(q_rot.size());
-  pool_->parallel_for(static_cast<size_t>(n), [&](size_t b, size_t e) {
-    for (int64_t t = static_cast<int64_t>(b); t < static_cast<int64_t>(e); ++t)
-      for (int64_t h = 0; h < heads; ++h) {
-        float* qd = &q_rot[(h * n + t) * hd];
-        float* kd = &k[(h * n + t) * hd];
-        std::copy_n(qkv + t * 3 * hidden + h * hd, hd, qd);
-        std::copy_n(qkv + t * 3 * hidden + hidden + h * hd, hd, kd);
-        apply_vision_rope(qd, &angles[t * half], static_cast<int>(hd));
-        apply_vision_rope(kd, &angles[t * half], static_cast<int>(hd));
-      }
-  });
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  // kQueries queries of one head per job share each key and value row read (n keys of a large
-  // image are megabytes); every query's sums keep their index order, as one query at a time.
-  constexpr int64_t kQueries = 4;
-  const int64_t blocks = (n + kQueries - 1) / kQueries;
-  pool_->parallel_for(static_cast<size_t>(heads * blocks), [&](size_t b, size_t e) {
-    std::vector<float> s(static_cast<size_t>(kQueries * n));
-    for (size_t job = b; job < e; ++job) {
-      const int64_t h = static_cast<int64_t>(job) / blocks;
-      const int64_t i0 = (static_cast<int64_t>(job) % blocks) * kQueries;
-      const int64_t nq = std::min(kQueries, n - i0);
-      float mx[kQueries], sum[kQueries];
-      for (int64_t q = 0; q < nq; ++q) mx[q] = -INFINITY;
-      for (int64_t j = 0; j < n; ++j) {
-        const float* kj = &k[(h * n + j) * hd];
-        for (int64_t q = 0; q < nq; ++q) {
-          const float* qi = &q_rot[(h * n + i0 + q) * hd];
-          float dot = 0.0f;
-          for (int64_t d = 0; d < hd; ++d) dot += qi[d] * kj[d];
-          s[q * n + j] = dot * scale;
-          mx[q] = std::max(mx[q], s[q * n + j]);
-        }
-      }
-      for (int64_t q = 0; q < nq; ++q) {
-        sum[q] = 0.0f;
-        for (int64_t j = 0; j < n; ++j) {
-          s[q * n + j] = std::exp(s[q * n + j] - mx[q]);
-          sum[q] += s[q * n + j];
-        }
-        std::fill_n(out + (i0 + q) * hidden + h * hd, hd, 0.0f);
-      }
-      for (int64_t j = 0; j < n; ++j) {
-        const float* vj = qkv + j * 3 * hidden + 2 * hidden + h * hd;
-        for (int64_t q = 0; q < nq; ++q) {
-          const float p = s[q * n + j] / sum[q];
-          float* o = out + (i0 + q) * hidden + h * hd;
-          for (int64_t d = 0; d < hd; ++d) o[d] += p * vj[d];
-        }
-      }
-    }
-  });
-}
-
 void VisionTower::block(const VisionBlockWeights& w, int64_t n, const std::vector<float>& angles,
                         std::vector<float>& x) const {
   const VisionConfig& v = cfg_.vision;
@@ -104,7 +43,8 @@ void VisionTower::block(const VisionBlockWeights& w, int64_t n, const std::vecto
   w.wqkv.forward(xn.data(), n, qkv.data(), pool_);
   add_bias(qkv.data(), w.wqkv_bias, n);
   std::vector<float> att(x.size());
-  attention(qkv.data(), n, angles, att.data());
+  rotate_qk(qkv.data(), n, v.num_attention_heads, v.head_dim(), angles.data());
+  full_attention(qkv.data(), n, v.num_attention_heads, v.head_dim(), att.data(), *pool_);
   std::vector<float> y(x.size());
   w.wo.forward(att.data(), n, y.data(), pool_);
   add_bias(y.data(), w.wo_bias, n);

@@ -43,7 +43,6 @@ class VisionTower {
  private:
   void block(const VisionBlockWeights& w, int64_t n, const std::vector<float>& angles,
              std::vector<float>& x) const;
-  void attention(const float* qkv, int64_t n, const std::vector<float>& angles, float* out) const;
 
   ModelConfig cfg_;
   VisionWeights w_;

@@ -7,6 +7,7 @@
 #include "quant/dtype.hpp"
 #include "vision/image_patches.hpp"
 #include "vision/patch_merge.hpp"
+#include "vision/vision_attention.hpp"
 #include "vision/vision_rope.hpp"
 
 namespace dsv41::vision {
@@ -109,6 +110,52 @@ TEST_CASE("merge orders each 3x3 cell (channel, dy, dx) and zero-pads the edges"
             INFO("cell " << bi << "," << bj << " c" << c << " dy" << dy << " dx" << dx);
             REQUIRE(m[static_cast<size_t>((bi * 2 + bj) * 18 + (c * r + dy) * r + dx)] == want);
           }
+}
+
+}  // namespace
+}  // namespace dsv41::vision
+
+namespace dsv41::vision {
+namespace {
+
+TEST_CASE("vision attention: equal keys average the values, a dominant key selects its value",
+          "[unit]") {
+  ThreadPool pool(2);
+  // n = 3 positions, 2 heads of 4: qkv rows [q(8) | k(8) | v(8)].
+  const int64_t n = 3, hidden = 8;
+  std::vector<float> qkv(static_cast<size_t>(n * 3 * hidden), 0.0f);
+  for (int64_t t = 0; t < n; ++t) {
+    float* row = &qkv[t * 3 * hidden];
+    for (int d = 0; d < 8; ++d) row[d] = 1.0f;                           // q
+    for (int d = 0; d < 8; ++d) row[hidden + d] = 0.5f;                  // k: all equal
+    for (int d = 0; d < 8; ++d) row[2 * hidden + d] = float(t) * 3 + d;  // v
+  }
+  // Head 1's key at position 2 dominates.
+  for (int d = 4; d < 8; ++d) qkv[2 * 3 * hidden + hidden + d] = 40.0f;
+  std::vector<float> out(static_cast<size_t>(n * hidden));
+  full_attention(qkv.data(), n, 2, 4, out.data(), pool);
+  for (int64_t t = 0; t < n; ++t) {
+    INFO("position " << t);
+    for (int d = 0; d < 4; ++d) CHECK(out[t * hidden + d] == Approx(3.0f + d));  // mean of v
+    for (int d = 4; d < 8; ++d) CHECK(out[t * hidden + d] == Approx(6.0f + d));  // v of pos 2
+  }
+}
+
+TEST_CASE("rotate_qk rotates q and k of every head and leaves v", "[unit]") {
+  const int64_t n = 2, hidden = 8;  // 2 heads of 4: 2 angles per position
+  std::vector<float> qkv(static_cast<size_t>(n * 3 * hidden));
+  for (size_t i = 0; i < qkv.size(); ++i) qkv[i] = float(i % 7) - 3.0f;
+  const std::vector<float> before = qkv;
+  const float angles[4] = {0.3f, -1.1f, 2.0f, 0.7f};
+  rotate_qk(qkv.data(), n, 2, 4, angles);
+  for (int64_t t = 0; t < n; ++t)
+    for (int part = 0; part < 3; ++part)
+      for (int h = 0; h < 2; ++h) {
+        float want[4];
+        std::copy_n(&before[t * 24 + part * 8 + h * 4], 4, want);
+        if (part < 2) apply_vision_rope(want, angles + t * 2, 4);
+        for (int d = 0; d < 4; ++d) REQUIRE(qkv[t * 24 + part * 8 + h * 4 + d] == want[d]);
+      }
 }
 
 }  // namespace
