@@ -59,6 +59,7 @@ std::string Api::unavailable_reason() const {
 
 void Api::begin_shutdown() {
   if (shutting_down_.exchange(true)) return;
+  images_.stop();
   if (auto b = backend()) b->shutdown();
 }
 

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "api/generation_backend.hpp"
+#include "api/image_worker.hpp"
 #include "api/metrics.hpp"
 #include "auth/api_key.hpp"
 #include "config.hpp"
@@ -37,6 +38,8 @@ class Api {
 
   const ServerConfig& config() const { return config_; }
   ServerMetrics& metrics() { return metrics_; }
+  // Where chat requests with images run their vision tower (stopped by begin_shutdown()).
+  ImageWorker& image_worker() { return images_; }
 
  private:
   ServerConfig config_;
@@ -46,6 +49,7 @@ class Api {
   std::shared_ptr<GenerationBackend> backend_;
   std::string unavailable_ = "the model is still loading";
   std::atomic<bool> shutting_down_{false};
+  ImageWorker images_;  // last: joined first, while the members its tasks use still exist
 };
 
 // Route handlers (one file each under api/).

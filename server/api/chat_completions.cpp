@@ -19,7 +19,7 @@
 #include "chat/request_json.hpp"
 #include "core/check.hpp"
 #include "core/json_writer.hpp"
-#include "vision/image_decoder.hpp"
+#include "dsv41/image.hpp"
 
 namespace dsv41::server {
 
@@ -234,13 +234,18 @@ class ChatRun {
   Counts counts_;
 };
 
+// One image part, decoded, with the positions its span will take.
+struct PromptPicture {
+  DecodedImage pixels;
+  int64_t positions = 0;
+};
+
 // Image parts in prompt order: checked from their headers (the pixel limit before any decoding),
-// refused at once when the model cannot use images, then decoded and run through the vision
-// tower. Throws detail::Failure naming the part.
-std::vector<std::shared_ptr<const ImageEmbedding>> encode_images(const chat::ChatRequest& request,
-                                                                 const GenerationBackend& backend,
-                                                                 int64_t max_pixels) {
-  std::vector<std::shared_ptr<const ImageEmbedding>> out;
+// refused at once when the model cannot use images, decoded, and sized. The vision tower runs
+// later, on the image worker (encode_and_submit). Throws detail::Failure naming the part.
+std::vector<PromptPicture> decode_images(const chat::ChatRequest& request,
+                                         const GenerationBackend& backend, int64_t max_pixels) {
+  std::vector<PromptPicture> out;
   for (size_t i = 0; i < request.messages.size(); ++i) {
     const auto& parts = request.messages[i].parts;
     if (!parts) continue;
@@ -255,26 +260,28 @@ std::vector<std::shared_ptr<const ImageEmbedding>> encode_images(const chat::Cha
         DSV41_FAIL(kUnsupported, "{}: image input ({} {}x{}) cannot be used: {}", field,
                    info.format, info.width, info.height, support.message());
       const auto* data = reinterpret_cast<const uint8_t*>(bytes->data());
-      Result<vision::RgbImage> rgb =
-          vision::decode_image(std::span<const uint8_t>(data, bytes->size()), max_pixels);
+      Result<DecodedImage> rgb =
+          decode_image(std::span<const uint8_t>(data, bytes->size()), max_pixels);
       if (!rgb)
         detail::fail(rgb.status().code(), field + ": " + rgb.status().message(), __FILE__,
                      __LINE__);
-      Result<ImageEmbedding> e = backend.encode_image({rgb->width, rgb->height, rgb->rgb});
-      if (!e)
-        detail::fail(e.status().code(), field + ": " + e.status().message(), __FILE__, __LINE__);
-      out.push_back(std::make_shared<const ImageEmbedding>(std::move(e).value()));
+      Result<int64_t> positions = backend.image_positions(rgb->width, rgb->height);
+      if (!positions)
+        detail::fail(positions.status().code(), field + ": " + positions.status().message(),
+                     __FILE__, __LINE__);
+      out.push_back(PromptPicture{std::move(rgb).value(), *positions});
     }
   }
   return out;
 }
 
-// Each image placeholder token of the prompt becomes its span: positions() copies of the token,
-// recorded in gen.images (spec §7.4 step 3). The renderer refuses a literal placeholder in text,
-// so the placeholders are exactly the image parts, in order.
-void expand_images(std::vector<std::shared_ptr<const ImageEmbedding>> images, int32_t image_id,
+// Each image placeholder token of the prompt becomes its span: `positions` copies of the token,
+// recorded in gen.images (embedding filled in by encode_and_submit; spec §7.4 step 3). The
+// renderer refuses a literal placeholder in text, so the placeholders are exactly the image
+// parts, in order.
+void expand_images(const std::vector<PromptPicture>& pictures, int32_t image_id,
                    GenerationRequest& gen) {
-  if (images.empty()) return;
+  if (pictures.empty()) return;
   std::vector<int32_t> ids;
   size_t next = 0;
   for (int32_t t : gen.prompt) {
@@ -282,17 +289,48 @@ void expand_images(std::vector<std::shared_ptr<const ImageEmbedding>> images, in
       ids.push_back(t);
       continue;
     }
-    DSV41_CHECK(next < images.size(), kInternal,
+    DSV41_CHECK(next < pictures.size(), kInternal,
                 "the prompt has more image placeholders than the request has images ({})",
-                images.size());
-    gen.images.push_back(PromptImage{static_cast<int64_t>(ids.size()), images[next]});
-    ids.insert(ids.end(), static_cast<size_t>(images[next]->positions()), image_id);
+                pictures.size());
+    gen.images.push_back(PromptImage{static_cast<int64_t>(ids.size()), nullptr});
+    ids.insert(ids.end(), static_cast<size_t>(pictures[next].positions), image_id);
     ++next;
   }
-  DSV41_CHECK(next == images.size(), kInternal,
-              "the prompt has {} image placeholders for {} images", next, images.size());
+  DSV41_CHECK(next == pictures.size(), kInternal,
+              "the prompt has {} image placeholders for {} images", next, pictures.size());
   gen.prompt = std::move(ids);
 }
+
+// A chat request whose images still need the vision tower: run it on the image worker, then
+// submit. Failures reach the client through the run (an SSE error event, or the deferred
+// response), as an engine failure would.
+struct PendingImages {
+  std::shared_ptr<GenerationBackend> backend;
+  std::shared_ptr<ResponseChannel> channel;
+  std::shared_ptr<ChatRun> run;
+  GenerationRequest gen;
+  std::vector<PromptPicture> pictures;
+
+  void fail(Status status) {
+    GenerationEvent ev;
+    ev.kind = GenerationEvent::Kind::kFinished;
+    ev.status = std::move(status);
+    ev.prompt_tokens = static_cast<int64_t>(gen.prompt.size());
+    run->on_event(ev);
+  }
+  void encode_and_submit() {
+    if (channel->cancelled()) return;  // the client left while the request waited
+    for (size_t i = 0; i < pictures.size(); ++i) {
+      Result<ImageEmbedding> e = backend->encode_image(pictures[i].pixels.pixels());
+      if (!e) return fail(e.status());
+      gen.images[i].image = std::make_shared<const ImageEmbedding>(std::move(e).value());
+    }
+    auto r = run;
+    Status s = submit_request(backend, std::move(gen), channel,
+                              [r](const GenerationEvent& ev) { r->on_event(ev); });
+    if (!s.is_ok()) fail(s);
+  }
+};
 
 }  // namespace
 
@@ -313,8 +351,8 @@ HttpResponse handle_chat_completions(Api& api, const HttpRequest& request) {
     chat_request.messages.front().role = chat::Role::kSystem;
   chat::ResolvedOptions resolved = chat::resolve_options(
       chat_request.options, !chat_request.tools.empty(), chat::EffortTable::release());
-  std::vector<std::shared_ptr<const ImageEmbedding>> images =
-      encode_images(chat_request, *backend, api.config().max_image_pixels);
+  std::vector<PromptPicture> pictures =
+      decode_images(chat_request, *backend, api.config().max_image_pixels);
   // tool_choice none: the model is not shown the tools, so it has none to call.
   if (resolved.tool_choice == chat::ToolChoiceKind::kNone) chat_request.tools.clear();
   Result<chat::RenderedPrompt> prompt = chat::render_request(chat_request, resolved);
@@ -324,7 +362,7 @@ HttpResponse handle_chat_completions(Api& api, const HttpRequest& request) {
 
   GenerationRequest gen;
   gen.prompt = std::move(*ids);
-  expand_images(std::move(images), backend->image_token_id(), gen);
+  expand_images(pictures, backend->image_token_id(), gen);
   gen.sampling = fields.sampling;
   gen.stop = fields.stop;
   gen.constraint = tool_choice_constraint(*backend, chat_request, resolved);
@@ -335,10 +373,22 @@ HttpResponse handle_chat_completions(Api& api, const HttpRequest& request) {
   auto channel = std::make_shared<ResponseChannel>(
       fields.stream ? ResponseChannel::Mode::kEventStream : ResponseChannel::Mode::kDeferred);
   auto run = std::make_shared<ChatRun>(api, channel, fields, resolved);
-  run->start(static_cast<int64_t>(gen.prompt.size()));
-  Status s = submit_request(backend, std::move(gen), channel,
-                            [run](const GenerationEvent& ev) { run->on_event(ev); });
-  if (!s.is_ok()) return error_response(s);
+  if (!pictures.empty()) {
+    // The vision tower can take minutes on the CPU: not on this I/O thread.
+    auto pending = std::make_shared<PendingImages>(
+        PendingImages{backend, channel, run, std::move(gen), std::move(pictures)});
+    // The role chunk goes out before the worker can deliver anything.
+    run->start(static_cast<int64_t>(pending->gen.prompt.size()));
+    const bool queued = api.image_worker().post(
+        {[pending] { pending->encode_and_submit(); },
+         [pending] { pending->fail(Status(ErrorCode::kAborted, "the server is shutting down")); }});
+    if (!queued) return error_response(503, "the server is shutting down");
+  } else {
+    run->start(static_cast<int64_t>(gen.prompt.size()));
+    Status s = submit_request(backend, std::move(gen), channel,
+                              [run](const GenerationEvent& ev) { run->on_event(ev); });
+    if (!s.is_ok()) return error_response(s);
+  }
   HttpResponse r;
   r.channel = channel;
   if (fields.stream) {

@@ -32,6 +32,11 @@ class GenerationBackend {
     return Status(ErrorCode::kUnsupported, "this backend has no vision tower");
   }
   virtual int32_t image_token_id() const { return -1; }
+  virtual Result<int64_t> image_positions(int width, int height) const {
+    (void)width;
+    (void)height;
+    return image_support();
+  }
   virtual Result<ImageEmbedding> encode_image(const ImagePixels& image) const {
     (void)image;
     return image_support();
@@ -54,6 +59,9 @@ class EngineBackend final : public GenerationBackend {
   int64_t max_context() const override { return max_context_; }
   Status image_support() const override { return model_.image_support(); }
   int32_t image_token_id() const override { return model_.info().image_token_id; }
+  Result<int64_t> image_positions(int width, int height) const override {
+    return model_.image_positions(width, height);
+  }
   Result<ImageEmbedding> encode_image(const ImagePixels& image) const override {
     return model_.encode_image(image);
   }

@@ -59,8 +59,61 @@ std::pair<int, std::string> collect(HttpResponse res) {
   return dsv41::server::test::collect(std::move(res), std::chrono::seconds(60));
 }
 
+// The real engine, with encode_image held at a gate until the test opens it (or failing on
+// demand): shows where the vision tower runs and what its failures become.
+class GatedBackend final : public GenerationBackend {
+ public:
+  explicit GatedBackend(std::shared_ptr<EngineBackend> b) : b_(std::move(b)) {}
+  Result<std::vector<int32_t>> tokenize(std::string_view t, bool special) const override {
+    return b_->tokenize(t, special);
+  }
+  Result<std::string> detokenize(std::span<const int32_t> ids) const override {
+    return b_->detokenize(ids);
+  }
+  Result<RequestId> submit(GenerationRequest r, EventCallback cb) override {
+    return b_->submit(std::move(r), std::move(cb));
+  }
+  Status cancel(RequestId id) override { return b_->cancel(id); }
+  EngineStats stats() const override { return b_->stats(); }
+  int64_t vocab_size() const override { return b_->vocab_size(); }
+  int64_t max_context() const override { return b_->max_context(); }
+  Status image_support() const override { return b_->image_support(); }
+  int32_t image_token_id() const override { return b_->image_token_id(); }
+  Result<int64_t> image_positions(int w, int h) const override { return b_->image_positions(w, h); }
+  Result<ImageEmbedding> encode_image(const ImagePixels& image) const override {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++waiting_;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return open_; });
+    --waiting_;
+    if (fail_) return Status(ErrorCode::kOutOfMemory, "gate: encode failed on purpose");
+    lock.unlock();
+    return b_->encode_image(image);
+  }
+  void shutdown() override { b_->shutdown(); }
+
+  void open(bool fail = false) {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    fail_ = fail;
+    cv_.notify_all();
+  }
+  // Waits until an encode is held at the gate.
+  bool wait_for_encode() {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return waiting_ > 0; });
+  }
+
+ private:
+  std::shared_ptr<EngineBackend> b_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  mutable int waiting_ = 0;
+  bool open_ = false, fail_ = false;
+};
+
 struct VisionServer {
-  VisionServer() {
+  explicit VisionServer(bool gated = false) {
     ModelParams p;
     p.model_dir = dsv41::test::make_tiny8_vision();
     p.threads = 2;
@@ -70,10 +123,14 @@ struct VisionServer {
     auto b = EngineBackend::create(std::move(m).value(), EngineParams{});
     REQUIRE(b.is_ok());
     backend = std::shared_ptr<EngineBackend>(std::move(b).value());
+    if (gated) gate = std::make_shared<GatedBackend>(backend);
     ServerConfig c;
     c.model_dir = p.model_dir;
     api.emplace(c, std::nullopt);
-    api->set_backend(backend);
+    if (gate)
+      api->set_backend(gate);
+    else
+      api->set_backend(backend);
   }
   std::pair<int, std::string> post(const std::string& body) {
     HttpRequest r;
@@ -82,7 +139,15 @@ struct VisionServer {
     r.body = body;
     return collect(api->handle(r));
   }
+  HttpResponse send(const std::string& path, const std::string& body, const char* method = "POST") {
+    HttpRequest r;
+    r.method = method;
+    r.path = path;
+    r.body = body;
+    return api->handle(r);
+  }
   std::shared_ptr<EngineBackend> backend;
+  std::shared_ptr<GatedBackend> gate;
   std::optional<Api> api;
 };
 
@@ -136,6 +201,57 @@ TEST_CASE("chat images that cannot be decoded are 400 naming the part", "[server
   std::string broken = random_png(20, 14, 3);
   broken.resize(broken.size() - 30);
   expect("image/png", broken, "image: PNG");
+}
+
+TEST_CASE("the vision tower runs off the I/O thread: /health answers while an image encodes",
+          "[server]") {
+  VisionServer s(/*gated=*/true);
+  // handle() returns at once with the response still pending; the encode waits at the gate.
+  HttpResponse pending =
+      s.send("/v1/chat/completions", chat_with_image("image/png", random_png(20, 14, 1)));
+  REQUIRE(pending.channel != nullptr);
+  REQUIRE(s.gate->wait_for_encode());
+  auto [health_status, health_body] = collect(s.send("/health", "", "GET"));
+  CHECK(health_status == 200);
+  s.gate->open();
+  auto [status, body] = collect(std::move(pending));
+  INFO(body);
+  CHECK(status == 200);
+  CHECK_THAT(body, Catch::Contains("\"prompt_tokens\""));
+}
+
+TEST_CASE("a failed image encode reaches the client, streamed or not", "[server]") {
+  VisionServer s(/*gated=*/true);
+  s.gate->open(/*fail=*/true);
+  auto [status, body] =
+      collect(s.send("/v1/chat/completions", chat_with_image("image/png", random_png(20, 14, 2))));
+  CHECK(status == 503);  // kOutOfMemory
+  CHECK_THAT(body, Catch::Contains("gate: encode failed on purpose"));
+  std::string streamed = chat_with_image("image/png", random_png(20, 14, 3));
+  streamed.insert(1, R"("stream":true,)");
+  auto [s2, body2] = collect(s.send("/v1/chat/completions", streamed));
+  CHECK(s2 == 200);
+  CHECK_THAT(body2, Catch::Contains("\"role\":\"assistant\"") &&
+                        Catch::Contains("gate: encode failed on purpose"));
+}
+
+TEST_CASE("shutdown abandons queued image requests and refuses new ones", "[server]") {
+  VisionServer s(/*gated=*/true);
+  HttpResponse first =
+      s.send("/v1/chat/completions", chat_with_image("image/png", random_png(20, 14, 4)));
+  REQUIRE(s.gate->wait_for_encode());
+  HttpResponse second =
+      s.send("/v1/chat/completions", chat_with_image("image/png", random_png(20, 14, 5)));
+  s.api->begin_shutdown();
+  auto [st2, body2] = collect(std::move(second));  // abandoned in the queue
+  CHECK(st2 == 503);
+  CHECK_THAT(body2, Catch::Contains("shutting down"));
+  s.gate->open();
+  auto [st1, body1] = collect(std::move(first));  // encoded, then the engine is gone
+  CHECK(st1 == 503);
+  auto [st3, body3] =
+      collect(s.send("/v1/chat/completions", chat_with_image("image/png", random_png(20, 14, 6))));
+  CHECK(st3 == 503);
 }
 
 }  // namespace

@@ -100,6 +100,10 @@ class DSV41_API Model {
   // takes image embeddings. Else kUnsupported saying which is missing (cheap: check it before
   // decoding or encoding anything).
   [[nodiscard]] Status image_support() const;
+  // Sequence positions an image of width × height pixels takes (spec §7.2 sizing; the span of
+  // encode_image without running the tower). kUnsupported without a vision tower,
+  // kInvalidArgument for a size the sizing refuses.
+  [[nodiscard]] Result<int64_t> image_positions(int width, int height) const;
 
   // Tensor parallelism. tp_health: Ok unless the link to the other rank failed (rank died,
   // link stalled past the heartbeat timeout, abort): then that error, at once. Rank 0's

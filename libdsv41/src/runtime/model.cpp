@@ -225,6 +225,13 @@ Status Model::image_support() const {
   return Status::ok();
 }
 
+Result<int64_t> Model::image_positions(int width, int height) const {
+  if (!impl_->vision) return impl_->vision_error;
+  Result<vision::ImageLayout> l = vision::image_layout(width, height, impl_->vision->config());
+  if (!l.is_ok()) return l.status();
+  return l->span_length();
+}
+
 Result<ImageEmbedding> Model::encode_image(const ImagePixels& image) const {
   if (!impl_->vision) return impl_->vision_error;
   vision::RgbImage rgb{image.width, image.height,
