@@ -1,8 +1,10 @@
 // Real weights (DSV41_MODEL_DIR; backend from DSV41_BACKEND): the model knows a fact, speculative
 // decoding keeps greedy output, and — when the checkpoint has the DSpark module — DSpark drafts
 // are accepted often enough to be the model's own draft head (no public DSpark oracle exists:
-// this acceptance rate is the check of docs/speculative.md's open points).
+// this acceptance rate is the check of docs/speculative.md's open points), and — when the
+// checkpoint has the vision tower — the model names the two colours of an image.
 #include <catch2/catch.hpp>
+#include <cctype>
 #include <cstdlib>
 #include <string>
 
@@ -118,4 +120,49 @@ TEST_CASE("e2e: DSpark drafts keep greedy output and are mostly accepted", "[e2e
   // catches wiring errors; settling spec §10 items 2-3 (tap at layer inputs vs outputs, slot 0
   // alignment) needs the rate of each convention measured side by side (WARN above).
   REQUIRE(st.acceptance_rate() > 0.2);
+}
+
+// A 544x544 image, left half red, right half blue, asked about in a non-thinking chat turn: the
+// answer names both colours. Skipped with the reason when the checkpoint or backend cannot use
+// images (docs/vision.md).
+TEST_CASE("e2e: the model sees the colours of an image", "[e2e]") {
+  const Model& m = model();
+  if (Status st = m.image_support(); !st.is_ok()) {
+    WARN("skipped: " << st.message());
+    return;
+  }
+  const int w = 544, h = 544;
+  std::vector<uint8_t> rgb(size_t{3} * w * h);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      uint8_t* p = &rgb[(size_t(y) * w + x) * 3];
+      p[0] = x < w / 2 ? 255 : 0;
+      p[2] = x < w / 2 ? 0 : 255;
+    }
+  auto image = m.encode_image({w, h, rgb});
+  INFO(image.status().to_string());
+  REQUIRE(image.is_ok());
+  Session s = std::move(Session::create(m)).value();
+  REQUIRE(s.append(prompt(m,
+                          "<｜User｜>Which two colours does this image show? Answer in a few "
+                          "words.\n\n"))
+              .is_ok());
+  REQUIRE(s.append_image(*image).is_ok());
+  auto ids = m.tokenize("<｜Assistant｜></think>");
+  REQUIRE(ids.is_ok());
+  auto r = s.append(*ids);
+  REQUIRE(r.is_ok());
+  Sampler smp = greedy(m);
+  Ids out;
+  for (int i = 0; i < 16; ++i) {
+    out.push_back(*smp.sample(*r));
+    REQUIRE(smp.accept(out.back()).is_ok());
+    r = s.append(Ids{out.back()});
+    REQUIRE(r.is_ok());
+  }
+  std::string text = *m.detokenize(out);
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  INFO("answer: " << text);
+  CHECK(text.find("red") != std::string::npos);
+  CHECK(text.find("blue") != std::string::npos);
 }
