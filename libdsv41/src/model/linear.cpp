@@ -181,7 +181,7 @@ void Linear::forward_rows(const float* x, int64_t T, int64_t row_begin, int64_t 
   // prefill is megabytes: per-row streaming was memory bound), and the kRowBlock dot products
   // advance together, which the compiler vectorises across rows. Every dot still sums its
   // products in index order from 0.0f, so y is bit-identical to the one-row-at-a-time loop.
-  constexpr int64_t kRowBlock = 8;
+  constexpr int64_t kRowBlock = 8, kTokenBlock = 4;
   auto work = [&](size_t b, size_t e) {
     std::vector<float> row(in_), block(in_ * kRowBlock);
     for (size_t i0 = b; i0 < e; i0 += kRowBlock) {
@@ -192,7 +192,22 @@ void Linear::forward_rows(const float* x, int64_t T, int64_t row_begin, int64_t 
       }
       for (int64_t r = rows; r < kRowBlock; ++r)  // a short last block computes zeros
         for (int64_t c = 0; c < in_; ++c) block[c * kRowBlock + r] = 0.0f;
-      for (int64_t t = 0; t < T; ++t) {
+      // kTokenBlock token rows at a time reuse each loaded weight column.
+      int64_t t = 0;
+      for (; t + kTokenBlock <= T; t += kTokenBlock) {
+        float acc[kTokenBlock][kRowBlock] = {};
+        for (int64_t c = 0; c < in_; ++c) {
+          const float* wc = &block[c * kRowBlock];
+          for (int64_t k = 0; k < kTokenBlock; ++k) {
+            const float xv = x[(t + k) * in_ + c];
+            for (int64_t r = 0; r < kRowBlock; ++r) acc[k][r] += xv * wc[r];
+          }
+        }
+        for (int64_t k = 0; k < kTokenBlock; ++k)
+          for (int64_t r = 0; r < rows; ++r)
+            y[(t + k) * n + static_cast<int64_t>(i0) + r] = acc[k][r];
+      }
+      for (; t < T; ++t) {
         const float* xt = x + t * in_;
         float acc[kRowBlock] = {};
         for (int64_t c = 0; c < in_; ++c) {
