@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `dsv41 image` on a tiny synthetic checkpoint with a vision tower (dsv41_make_synthetic --tiny
 # --vision): the layout of a 20x14 PNG (a 7x10 patch grid, 3x4 aligner grid, 17 positions), every
-# dump file's size, and one-line errors with a non-zero exit for bad input.
+# dump file's size, and one-line errors with a non-zero exit for bad input; then
+# `dsv41 generate --image` on the same model (tiny8's tokenizer copied in).
 #   test_image.sh DSV41 MAKE_SYNTHETIC FIXTURES_DIR
 set -euo pipefail
 dsv41="$1" make_synthetic="$2" fixtures="$3"
@@ -52,4 +53,14 @@ expect_fail 1 "cannot open" "$dsv41" image --model "$work/model" --file "$work/m
 expect_fail 2 "--file" "$dsv41" image --model "$work/model"
 expect_fail 1 "vision.patch_embed.proj.weight" \
   "$dsv41" image --model "$fixtures/golden/tiny8" --file "$work/img.png" --encode
+# `dsv41 generate --image`: the placeholder id (599 here) becomes the 17-position span.
+cp "$fixtures/golden/tiny8/tokenizer.json" "$work/model/"
+"$dsv41" generate --model "$work/model" --ids 0,5,599,7 --image "$work/img.png" --max-tokens 3 \
+  --ignore-eos >/dev/null 2>"$work/gen.txt"
+grep -qF "prompt 20 tokens, completion 3 tokens" "$work/gen.txt" || {
+  echo "generate --image: $(cat "$work/gen.txt")"; exit 1; }
+expect_fail 2 "exactly one image placeholder" \
+  "$dsv41" generate --model "$work/model" --ids 0,5,7 --image "$work/img.png"
+expect_fail 1 "unknown format" \
+  "$dsv41" generate --model "$work/model" --ids 0,599 --image "$work/bad.png"
 echo "dsv41 image: ok"

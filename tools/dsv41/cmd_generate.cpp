@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <future>
+#include <iterator>
 #include <numeric>
 
 #include "cli_args.hpp"
 #include "dsv41/engine.hpp"
+#include "dsv41/image.hpp"
 #include "dsv41/model.hpp"
 #include "dsv41/session.hpp"
 
@@ -26,7 +29,8 @@ dsv41::Model load_model(const Args& args) {
 }
 
 std::vector<int32_t> prompt_ids(const Args& args, const dsv41::Model& model) {
-  if (args.has("ids") == args.has("prompt")) throw UsageError("give exactly one of --prompt, --ids");
+  if (args.has("ids") == args.has("prompt"))
+    throw UsageError("give exactly one of --prompt, --ids");
   if (args.has("ids")) return Args::parse_ids("ids", args.require("ids"));
   auto ids = model.tokenize(args.require("prompt"), /*parse_special=*/true);
   if (!ids) throw std::runtime_error(ids.status().to_string());
@@ -34,12 +38,36 @@ std::vector<int32_t> prompt_ids(const Args& args, const dsv41::Model& model) {
   return *ids;
 }
 
+// --image FILE: the prompt's one image placeholder (the config's image_token_id, e.g.
+// <｜deepseek_image｜> in --prompt) becomes the image's span (docs/vision.md).
+void attach_image(const Args& args, const dsv41::Model& model, dsv41::GenerationRequest& req) {
+  const std::string file = args.require("image");
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw std::runtime_error(file + ": cannot open");
+  const std::vector<uint8_t> bytes{std::istreambuf_iterator<char>(in),
+                                   std::istreambuf_iterator<char>()};
+  auto decoded = dsv41::decode_image(bytes);
+  if (!decoded) throw std::runtime_error(file + ": " + decoded.status().message());
+  auto image = model.encode_image(decoded->pixels());
+  if (!image) throw std::runtime_error(image.status().to_string());
+  const int32_t id = model.info().image_token_id;
+  const auto at = std::find(req.prompt.begin(), req.prompt.end(), id);
+  if (at == req.prompt.end() || std::count(req.prompt.begin(), req.prompt.end(), id) != 1)
+    throw UsageError("with --image the prompt needs exactly one image placeholder (token id " +
+                     std::to_string(id) + ", <｜deepseek_image｜>) where the image goes");
+  const int64_t offset = at - req.prompt.begin();
+  req.prompt.insert(at, static_cast<size_t>(image->positions() - 1), id);
+  req.images.push_back(
+      {offset, std::make_shared<const dsv41::ImageEmbedding>(std::move(image).value())});
+}
+
 int run_generate(const Args& args) {
   args.allow({"model", "prompt", "ids", "max-tokens", "temperature", "top-k", "top-p", "min-p",
-              "seed", "stop", "ignore-eos", "threads", "show-ids"});
+              "seed", "stop", "ignore-eos", "threads", "show-ids", "image"});
   dsv41::Model model = load_model(args);
   dsv41::GenerationRequest req;
   req.prompt = prompt_ids(args, model);
+  if (args.has("image")) attach_image(args, model, req);
   req.sampling.temperature = static_cast<float>(args.get_float("temperature", 0.0));
   req.sampling.top_k = static_cast<int32_t>(args.get_int("top-k", 0));
   req.sampling.top_p = static_cast<float>(args.get_float("top-p", 1.0));
@@ -102,8 +130,11 @@ int run_predict(const Args& args) {
 const dsv41::cli::Registration reg_generate{
     {"generate",
      "--model DIR (--prompt TEXT | --ids 0,1,2) [--max-tokens N] [--temperature T] [--top-k K] "
-     "[--top-p P] [--min-p P] [--seed S] [--stop STR] [--ignore-eos] [--show-ids] [--threads N]",
-     "stream a completion (greedy by default) through the engine", &run_generate}};
+     "[--top-p P] [--min-p P] [--seed S] [--stop STR] [--ignore-eos] [--show-ids] [--threads N] "
+     "[--image FILE]",
+     "stream a completion (greedy by default) through the engine; --image puts a PNG/JPEG at the "
+     "prompt's <｜deepseek_image｜>",
+     &run_generate}};
 const dsv41::cli::Registration reg_predict{
     {"predict", "--model DIR (--prompt TEXT | --ids ...) [--top N] [--threads N]",
      "print the most likely next tokens of a prompt", &run_predict}};
