@@ -5,8 +5,13 @@ Run by ctest with DSV41_LIBRARY and PYTHONPATH set (tests/bindings/CMakeLists.tx
 import json
 import math
 import os
+import shutil
+import struct
+import subprocess
 import sys
+import tempfile
 import unittest
+import zlib
 
 import dsv41
 
@@ -169,6 +174,61 @@ class BindingTest(unittest.TestCase):
         self.assertEqual((s.position, s.tokens, f.position), (0, [], 4))
         self.assertGreaterEqual(self.model.bos_token, 0)
         self.assertTrue(dsv41._ffi.lib().dsv41_version().decode())
+
+
+def rgb_png(w, h):
+    """An 8-bit RGB PNG of a colour gradient."""
+    raw = b"".join(b"\0" + bytes((x * 37 + y * 11 + c * 5) & 255 for x in range(w) for c in range(3))
+                   for y in range(h))
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + \
+            struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+@unittest.skipUnless(os.environ.get("DSV41_MAKE_SYNTHETIC"), "needs dsv41_make_synthetic")
+class ImageBindingTest(unittest.TestCase):
+    """Images through the binding on a tiny synthetic checkpoint with a vision tower."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="dsv41-py-vision-")
+        subprocess.run([os.environ["DSV41_MAKE_SYNTHETIC"], cls.dir, "--tiny", "--vision"],
+                       check=True, stdout=subprocess.DEVNULL)
+        shutil.copy(os.path.join(TINY8, "tokenizer.json"), cls.dir)
+        cls.model = dsv41.Model(cls.dir)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_file_and_pixels_give_the_same_span_and_logits(self):
+        png = rgb_png(20, 14)
+        pixels = bytes((x * 37 + y * 11 + c * 5) & 255
+                       for y in range(14) for x in range(20) for c in range(3))
+        a = self.model.encode_image_file(png)
+        b = self.model.encode_image(20, 14, pixels)
+        self.assertEqual(a.positions, 17)
+        self.assertEqual(b.positions, 17)
+        out = []
+        for img in (a, b):
+            s = dsv41.Session(self.model)
+            s.append([0, 5])
+            logits = s.append_image(img, all_logits=True)
+            self.assertEqual(len(logits), 17 * self.model.vocab_size)
+            self.assertEqual(s.position, 19)
+            out.append(logits)
+        self.assertEqual(out[0], out[1])
+
+    def test_bad_images_are_refused_by_name(self):
+        with self.assertRaises(dsv41.Dsv41Error) as ctx:
+            self.model.encode_image(20, 14, bytes(10))
+        self.assertEqual(ctx.exception.status, "invalid_argument")
+        self.assertIn("20x14", str(ctx.exception))
+        with self.assertRaises(dsv41.Dsv41Error) as ctx:
+            self.model.encode_image_file(rgb_png(20, 14), max_pixels=100)
+        self.assertIn("exceeds the limit of 100", str(ctx.exception))
 
 
 if __name__ == "__main__":
