@@ -38,6 +38,7 @@ constexpr const char* kServerTunables[] = {
     "DSV41_READ_TIMEOUT_S",
     "DSV41_SSE_KEEPALIVE_MS",
     "DSV41_MAX_IMAGE_PIXELS",
+    "DSV41_IMAGE_CACHE_BYTES",
     "DSV41_THREADS",
     "DSV41_BACKEND",
     // tensor parallelism (docs/tp.md)
@@ -79,6 +80,7 @@ ServerConfig from_tunables(const Tunables& t) {
   c.read_timeout_s = static_cast<int>(t.get_int("DSV41_READ_TIMEOUT_S"));
   c.sse_keepalive_ms = static_cast<int>(t.get_int("DSV41_SSE_KEEPALIVE_MS"));
   c.max_image_pixels = t.get_int("DSV41_MAX_IMAGE_PIXELS");
+  c.image_cache_bytes = t.get_int("DSV41_IMAGE_CACHE_BYTES");
   c.threads = static_cast<int>(t.get_int("DSV41_THREADS"));
   c.backend = t.get_string("DSV41_BACKEND");
   c.engine.max_sequences = static_cast<int>(t.get_int("DSV41_MAX_SEQUENCES"));
@@ -136,6 +138,8 @@ Status ServerConfig::validate() const {
     return bad("DSV41_BACKEND", fmt::format("= \"{}\" must be cpu or cuda", backend));
   if (max_image_pixels < 1)
     return bad("DSV41_MAX_IMAGE_PIXELS", fmt::format("= {} must be >= 1", max_image_pixels));
+  if (image_cache_bytes < 0)
+    return bad("DSV41_IMAGE_CACHE_BYTES", fmt::format("= {} must be >= 0", image_cache_bytes));
   if (Result<TensorParallelParams> tp = tensor_parallel(); !tp) return tp.status();
   Status s = engine.validate();
   if (!s.is_ok())

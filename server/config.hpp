@@ -30,8 +30,9 @@ struct ServerConfig {
   int read_timeout_s = 30;
   int sse_keepalive_ms = 10000;
   int64_t max_image_pixels = 32 << 20;
-  int threads = 0;              // CPU reference worker threads (ModelParams.threads)
-  std::string backend = "cpu";  // ModelParams.backend: cpu | cuda
+  int64_t image_cache_bytes = 256 << 20;  // encoded images kept for reuse; 0 = off
+  int threads = 0;                        // CPU reference worker threads (ModelParams.threads)
+  std::string backend = "cpu";            // ModelParams.backend: cpu | cuda
   EngineParams engine;
   // ModelParams.dspark: the draft module is loaded when the engine drafts with it.
   bool dspark() const {

@@ -34,7 +34,7 @@ constexpr Route kRoutes[] = {
 }  // namespace
 
 Api::Api(ServerConfig config, std::optional<ApiKey> key)
-    : config_(std::move(config)), key_(std::move(key)) {}
+    : config_(std::move(config)), key_(std::move(key)), image_cache_(config_.image_cache_bytes) {}
 
 void Api::set_backend(std::shared_ptr<GenerationBackend> backend) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "api/generation_backend.hpp"
+#include "api/image_cache.hpp"
 #include "api/image_worker.hpp"
 #include "api/metrics.hpp"
 #include "auth/api_key.hpp"
@@ -40,6 +41,8 @@ class Api {
   ServerMetrics& metrics() { return metrics_; }
   // Where chat requests with images run their vision tower (stopped by begin_shutdown()).
   ImageWorker& image_worker() { return images_; }
+  // Encoded images kept for reuse (ServerConfig::image_cache_bytes).
+  ImageCache& image_cache() { return image_cache_; }
 
  private:
   ServerConfig config_;
@@ -49,6 +52,7 @@ class Api {
   std::shared_ptr<GenerationBackend> backend_;
   std::string unavailable_ = "the model is still loading";
   std::atomic<bool> shutting_down_{false};
+  ImageCache image_cache_;
   ImageWorker images_;  // last: joined first, while the members its tasks use still exist
 };
 

@@ -310,6 +310,7 @@ struct PendingImages {
   std::shared_ptr<ChatRun> run;
   GenerationRequest gen;
   std::vector<PromptPicture> pictures;
+  ImageCache* cache;  // the Api's; outlives the worker that runs this
 
   void fail(Status status) {
     GenerationEvent ev;
@@ -321,9 +322,16 @@ struct PendingImages {
   void encode_and_submit() {
     if (channel->cancelled()) return;  // the client left while the request waited
     for (size_t i = 0; i < pictures.size(); ++i) {
-      Result<ImageEmbedding> e = backend->encode_image(pictures[i].pixels.pixels());
+      const ImagePixels pixels = pictures[i].pixels.pixels();
+      const ImageCache::Key key = ImageCache::key_of(pixels);
+      if (auto hit = cache->find(key)) {
+        gen.images[i].image = std::move(hit);
+        continue;
+      }
+      Result<ImageEmbedding> e = backend->encode_image(pixels);
       if (!e) return fail(e.status());
       gen.images[i].image = std::make_shared<const ImageEmbedding>(std::move(e).value());
+      cache->insert(key, gen.images[i].image);
     }
     auto r = run;
     Status s = submit_request(backend, std::move(gen), channel,
@@ -375,8 +383,8 @@ HttpResponse handle_chat_completions(Api& api, const HttpRequest& request) {
   auto run = std::make_shared<ChatRun>(api, channel, fields, resolved);
   if (!pictures.empty()) {
     // The vision tower can take minutes on the CPU: not on this I/O thread.
-    auto pending = std::make_shared<PendingImages>(
-        PendingImages{backend, channel, run, std::move(gen), std::move(pictures)});
+    auto pending = std::make_shared<PendingImages>(PendingImages{
+        backend, channel, run, std::move(gen), std::move(pictures), &api.image_cache()});
     // The role chunk goes out before the worker can deliver anything.
     run->start(static_cast<int64_t>(pending->gen.prompt.size()));
     const bool queued = api.image_worker().post(

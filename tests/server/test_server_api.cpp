@@ -377,6 +377,14 @@ TEST_CASE("config: flags override env defaults, errors name the flag", "[server]
   REQUIRE_FALSE(v.is_ok());
   CHECK(v.message().find("--port (DSV41_PORT)") != std::string::npos);
 
+  const char* argv_ic[] = {"dsv41-server", "--model", "m", "--image-cache-bytes", "-1"};
+  Result<ParsedArgs> ic = parse_args(5, const_cast<char**>(argv_ic));
+  REQUIRE(ic.is_ok());
+  Status vic = ic->config.validate();
+  REQUIRE_FALSE(vic.is_ok());
+  CHECK(vic.message().find("--image-cache-bytes (DSV41_IMAGE_CACHE_BYTES) = -1 must be >= 0") !=
+        std::string::npos);
+
   const char* argv5[] = {"dsv41-server", "--model", "m", "--backend", "cuda"};
   Result<ParsedArgs> d = parse_args(5, const_cast<char**>(argv5));
   REQUIRE(d.is_ok());

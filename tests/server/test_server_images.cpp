@@ -87,6 +87,7 @@ class GatedBackend final : public GenerationBackend {
     cv_.wait(lock, [&] { return open_; });
     --waiting_;
     if (fail_) return Status(ErrorCode::kOutOfMemory, "gate: encode failed on purpose");
+    ++encodes_;
     lock.unlock();
     return b_->encode_image(image);
   }
@@ -98,6 +99,10 @@ class GatedBackend final : public GenerationBackend {
     fail_ = fail;
     cv_.notify_all();
   }
+  int encodes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return encodes_;
+  }
   // Waits until an encode is held at the gate.
   bool wait_for_encode() {
     std::unique_lock<std::mutex> lock(mu_);
@@ -108,12 +113,12 @@ class GatedBackend final : public GenerationBackend {
   std::shared_ptr<EngineBackend> b_;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
-  mutable int waiting_ = 0;
+  mutable int waiting_ = 0, encodes_ = 0;
   bool open_ = false, fail_ = false;
 };
 
 struct VisionServer {
-  explicit VisionServer(bool gated = false) {
+  explicit VisionServer(bool gated = false, int64_t image_cache_bytes = 256 << 20) {
     ModelParams p;
     p.model_dir = dsv41::test::make_tiny8_vision();
     p.threads = 2;
@@ -126,6 +131,7 @@ struct VisionServer {
     if (gated) gate = std::make_shared<GatedBackend>(backend);
     ServerConfig c;
     c.model_dir = p.model_dir;
+    c.image_cache_bytes = image_cache_bytes;
     api.emplace(c, std::nullopt);
     if (gate)
       api->set_backend(gate);
@@ -252,6 +258,24 @@ TEST_CASE("shutdown abandons queued image requests and refuses new ones", "[serv
   auto [st3, body3] =
       collect(s.send("/v1/chat/completions", chat_with_image("image/png", random_png(20, 14, 6))));
   CHECK(st3 == 503);
+}
+
+TEST_CASE("an image resent in the next turn is not encoded again", "[server]") {
+  for (int64_t cache : {int64_t{256} << 20, int64_t{0}}) {
+    INFO("image cache bytes " << cache);
+    VisionServer s(/*gated=*/true, cache);
+    s.gate->open();
+    const std::string a = random_png(20, 14, 7), b = random_png(20, 14, 8);
+    auto [st1, body1] = collect(s.send("/v1/chat/completions", chat_with_image("image/png", a)));
+    auto [st2, body2] = collect(s.send("/v1/chat/completions", chat_with_image("image/png", a)));
+    auto [st3, body3] = collect(s.send("/v1/chat/completions", chat_with_image("image/png", b)));
+    CHECK(st1 == 200);
+    CHECK(st2 == 200);
+    CHECK(st3 == 200);
+    CHECK(parse(body1).text == parse(body2).text);  // the cached embedding gives the same answer
+    CHECK(s.gate->encodes() == (cache > 0 ? 2 : 3));
+    CHECK(s.api->image_cache().hits() == (cache > 0 ? 1 : 0));
+  }
 }
 
 }  // namespace

@@ -52,6 +52,9 @@ constexpr TunableSpec kSpecs[] = {
      "server: open connections; further ones are closed at accept"},
     {"DSV41_MAX_CONTEXT", TunableType::kInt, "262144",
      "server: prompt + generated tokens per request"},
+    {"DSV41_IMAGE_CACHE_BYTES", TunableType::kInt, "268435456",
+     "server: encoded images kept for reuse (LRU by pixels; a conversation resends its images "
+     "every turn); 0 = off"},
     {"DSV41_MAX_IMAGE_PIXELS", TunableType::kInt, "33554432",
      "server: width x height limit of an input image, checked from its header"},
     {"DSV41_MAX_QUEUE", TunableType::kInt, "256",
