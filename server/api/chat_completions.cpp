@@ -275,30 +275,17 @@ std::vector<PromptPicture> decode_images(const chat::ChatRequest& request,
   return out;
 }
 
-// Each image placeholder token of the prompt becomes its span: `positions` copies of the token,
-// recorded in gen.images (embedding filled in by encode_and_submit; spec §7.4 step 3). The
-// renderer refuses a literal placeholder in text, so the placeholders are exactly the image
-// parts, in order.
+// Each image placeholder of the prompt becomes its span (spec §7.4 step 3), recorded in gen.images
+// with the embedding still to come (encode_and_submit). The renderer refuses a literal
+// placeholder in text, so the placeholders are exactly the image parts, in order.
 void expand_images(const std::vector<PromptPicture>& pictures, int32_t image_id,
                    GenerationRequest& gen) {
   if (pictures.empty()) return;
-  std::vector<int32_t> ids;
-  size_t next = 0;
-  for (int32_t t : gen.prompt) {
-    if (t != image_id) {
-      ids.push_back(t);
-      continue;
-    }
-    DSV41_CHECK(next < pictures.size(), kInternal,
-                "the prompt has more image placeholders than the request has images ({})",
-                pictures.size());
-    gen.images.push_back(PromptImage{static_cast<int64_t>(ids.size()), nullptr});
-    ids.insert(ids.end(), static_cast<size_t>(pictures[next].positions), image_id);
-    ++next;
-  }
-  DSV41_CHECK(next == pictures.size(), kInternal,
-              "the prompt has {} image placeholders for {} images", next, pictures.size());
-  gen.prompt = std::move(ids);
+  std::vector<int64_t> positions;
+  for (const PromptPicture& p : pictures) positions.push_back(p.positions);
+  Result<std::vector<int64_t>> offsets = expand_image_placeholders(gen.prompt, image_id, positions);
+  if (!offsets) detail::fail(ErrorCode::kInternal, offsets.status().message(), __FILE__, __LINE__);
+  for (int64_t offset : *offsets) gen.images.push_back(PromptImage{offset, nullptr});
 }
 
 // A chat request whose images still need the vision tower: run it on the image worker, then

@@ -51,14 +51,13 @@ void attach_image(const Args& args, const dsv41::Model& model, dsv41::Generation
   auto image = model.encode_image(decoded->pixels());
   if (!image) throw std::runtime_error(image.status().to_string());
   const int32_t id = model.info().image_token_id;
-  const auto at = std::find(req.prompt.begin(), req.prompt.end(), id);
-  if (at == req.prompt.end() || std::count(req.prompt.begin(), req.prompt.end(), id) != 1)
+  const int64_t positions = image->positions();
+  auto offsets = dsv41::expand_image_placeholders(req.prompt, id, std::span(&positions, 1));
+  if (!offsets)
     throw UsageError("with --image the prompt needs exactly one image placeholder (token id " +
                      std::to_string(id) + ", <｜deepseek_image｜>) where the image goes");
-  const int64_t offset = at - req.prompt.begin();
-  req.prompt.insert(at, static_cast<size_t>(image->positions() - 1), id);
   req.images.push_back(
-      {offset, std::make_shared<const dsv41::ImageEmbedding>(std::move(image).value())});
+      {offsets->front(), std::make_shared<const dsv41::ImageEmbedding>(std::move(image).value())});
 }
 
 int run_generate(const Args& args) {

@@ -35,6 +35,14 @@ struct DecodedImage {
 DSV41_API Result<DecodedImage> decode_image(std::span<const uint8_t> bytes,
                                             int64_t max_pixels = int64_t{1} << 25);
 
+// Prepares a token prompt for images: every image_token_id in `prompt` (one per image, in order:
+// a rendered chat prompt's <｜deepseek_image｜> placeholders) is repeated positions[i] times in
+// place, the span of image i. Returns the offsets of the spans in the new prompt (for
+// PromptImage::offset). kInvalidArgument naming both counts when the prompt holds another number
+// of placeholders than `positions` has entries; the prompt is unchanged then.
+DSV41_API Result<std::vector<int64_t>> expand_image_placeholders(
+    std::vector<int32_t>& prompt, int32_t image_token_id, std::span<const int64_t> positions);
+
 // One encoded image: the input embeddings of its span ([image_start], rows of aligner outputs
 // each closed by [image_newline], [image_end]). Move-only; independent of the Model after
 // creation.

@@ -1,4 +1,7 @@
 // dsv41::decode_image (public, dsv41/image.hpp) over the vision concern's decoder.
+#include <algorithm>
+#include <string>
+
 #include "dsv41/image.hpp"
 #include "vision/image_decoder.hpp"
 
@@ -11,6 +14,35 @@ Result<DecodedImage> decode_image(std::span<const uint8_t> bytes, int64_t max_pi
   Result<vision::RgbImage> r = vision::decode_image(bytes, max_pixels);
   if (!r.is_ok()) return r.status();
   return DecodedImage{r->width, r->height, std::move(r->rgb)};
+}
+
+Result<std::vector<int64_t>> expand_image_placeholders(std::vector<int32_t>& prompt,
+                                                       int32_t image_token_id,
+                                                       std::span<const int64_t> positions) {
+  const auto found = static_cast<size_t>(std::count(prompt.begin(), prompt.end(), image_token_id));
+  if (found != positions.size())
+    return Status(ErrorCode::kInvalidArgument, "the prompt has " + std::to_string(found) +
+                                                   " image placeholders (token id " +
+                                                   std::to_string(image_token_id) + ") for " +
+                                                   std::to_string(positions.size()) + " images");
+  std::vector<int32_t> out;
+  std::vector<int64_t> offsets;
+  size_t next = 0;
+  for (int32_t t : prompt) {
+    if (t != image_token_id) {
+      out.push_back(t);
+      continue;
+    }
+    if (positions[next] < 1)
+      return Status(ErrorCode::kInvalidArgument, "image " + std::to_string(next) + " takes " +
+                                                     std::to_string(positions[next]) +
+                                                     " positions (must be >= 1)");
+    offsets.push_back(static_cast<int64_t>(out.size()));
+    out.insert(out.end(), static_cast<size_t>(positions[next]), image_token_id);
+    ++next;
+  }
+  prompt = std::move(out);
+  return offsets;
 }
 
 }  // namespace dsv41

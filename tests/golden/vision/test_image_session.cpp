@@ -102,3 +102,28 @@ TEST_CASE("image errors: no tower, bad pixels, context overflow", "[golden][visi
 
 }  // namespace
 }  // namespace dsv41::test
+
+namespace dsv41::test {
+namespace {
+
+TEST_CASE("expand_image_placeholders repeats each placeholder into its span", "[golden][vision]") {
+  std::vector<int32_t> prompt = {0, 9, 5, 9, 6};
+  const std::vector<int64_t> positions = {3, 2};
+  Result<std::vector<int64_t>> offsets = expand_image_placeholders(prompt, 9, positions);
+  REQUIRE(offsets.is_ok());
+  CHECK(*offsets == std::vector<int64_t>{1, 5});
+  CHECK(prompt == std::vector<int32_t>{0, 9, 9, 9, 5, 9, 9, 6});
+  // Wrong count or size: an error naming both counts, the prompt untouched.
+  std::vector<int32_t> p2 = {0, 9, 5};
+  Result<std::vector<int64_t>> bad = expand_image_placeholders(p2, 9, positions);
+  REQUIRE(bad.status().code() == ErrorCode::kInvalidArgument);
+  CHECK_THAT(bad.status().message(), Catch::Contains("1 image placeholders (token id 9) for 2"));
+  CHECK(p2 == std::vector<int32_t>{0, 9, 5});
+  const std::vector<int64_t> zero = {0};
+  Result<std::vector<int64_t>> z = expand_image_placeholders(p2, 9, zero);
+  REQUIRE_FALSE(z.is_ok());
+  CHECK(p2 == std::vector<int32_t>{0, 9, 5});
+}
+
+}  // namespace
+}  // namespace dsv41::test
