@@ -14,6 +14,7 @@
 #include "dsv41/model.hpp"
 #include "dsv41/session.hpp"
 #include "golden/model/golden_case.hpp"
+#include "golden/vision/vision_fixture.hpp"
 #include "support/event_collector.hpp"
 #include "support/fixtures.hpp"
 #include "tp_script.hpp"
@@ -22,9 +23,10 @@ using namespace dsv41;
 
 namespace {
 
-ModelParams rank_params(int rank, uint16_t port, const std::string& kv = "1000000000") {
+ModelParams rank_params(int rank, uint16_t port, const std::string& kv = "1000000000",
+                        const std::string& dir = test::fixture("golden/tiny8")) {
   ModelParams mp;
-  mp.model_dir = test::fixture("golden/tiny8");
+  mp.model_dir = dir;
   mp.threads = 1;
   mp.tp.world = 2;
   mp.tp.rank = rank;
@@ -50,9 +52,10 @@ GenerationRequest greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
 }
 
 // Rank 1 in a thread: loads its half of tiny8 and serves rank 0 until rank 0's model goes.
-std::future<Status> start_follower(uint16_t port) {
-  return std::async(std::launch::async, [port]() -> Status {
-    Result<Model> m = Model::load(rank_params(1, port));
+std::future<Status> start_follower(uint16_t port,
+                                   const std::string& dir = test::fixture("golden/tiny8")) {
+  return std::async(std::launch::async, [port, dir]() -> Status {
+    Result<Model> m = Model::load(rank_params(1, port, "1000000000", dir));
     if (!m) return m.status();
     return m->run_tp_follower();
   });
@@ -250,5 +253,38 @@ TEST_CASE("tp engine: Sessions on rank 0 used from several threads at once stay 
     }
     REQUIRE(m->tp_health().is_ok());
   }
+  REQUIRE(follower.get().is_ok());
+}
+
+TEST_CASE("tp engine: images are refused by name under tensor parallelism", "[tp][runtime]") {
+  // Both ranks load tiny8 with a vision tower; rank 0 can encode, but the follower protocol has
+  // no image embeddings: image_support, Session::append_image and Engine::submit say so.
+  const std::string dir = test::make_tiny8_vision();
+  const uint16_t port = tp_test::free_port();
+  auto follower = start_follower(port, dir);
+  {
+    Result<Model> m = Model::load(rank_params(0, port, "1000000000", dir));
+    REQUIRE(m.is_ok());
+    CHECK_THAT(m->image_support().message(), Catch::Contains("tensor parallelism"));
+    std::vector<uint8_t> rgb(20 * 14 * 3, 100);
+    Result<ImageEmbedding> img = m->encode_image({20, 14, rgb});
+    REQUIRE(img.is_ok());
+    Result<Session> s = Session::create(*m);
+    REQUIRE(s.is_ok());
+    Result<std::vector<float>> r = s->append_image(*img);
+    CHECK(r.status().code() == ErrorCode::kUnsupported);
+    CHECK_THAT(r.status().message(), Catch::Contains("tensor parallelism"));
+    CHECK(s->position() == 0);
+    Result<Engine> engine = Engine::create(*m);
+    REQUIRE(engine.is_ok());
+    GenerationRequest req = greedy(
+        std::vector<int32_t>(static_cast<size_t>(img->positions()), m->info().image_token_id), 2);
+    req.images = {PromptImage{0, std::make_shared<const ImageEmbedding>(std::move(*img))}};
+    Result<RequestId> id = engine->submit(req, [](const GenerationEvent&) {});
+    CHECK(id.status().code() == ErrorCode::kUnsupported);
+    CHECK_THAT(id.status().message(), Catch::Contains("GenerationRequest.images"));
+    REQUIRE(m->tp_health().is_ok());
+  }
+  REQUIRE(follower.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
   REQUIRE(follower.get().is_ok());
 }

@@ -8,11 +8,8 @@ namespace dsv41 {
 
 Status Engine::Impl::lay_out_images(const GenerationRequest& request, EngineRequest& r) const {
   if (request.images.empty()) return Status::ok();
-  if (!model->backend->takes_image_embeddings())
-    return Status(ErrorCode::kUnsupported,
-                  fmt::format("GenerationRequest.images: the {} backend does not take image "
-                              "embeddings yet (images run on the CPU backend)",
-                              model->backend->name()));
+  if (Status st = image_support(*model); !st.is_ok())
+    return Status(st.code(), "GenerationRequest.images: " + st.message());
   const int64_t n = static_cast<int64_t>(request.prompt.size());
   const int64_t D = model->info.hidden_size;
   const int32_t image_id = model->transformer->config().image_token_id;

@@ -64,6 +64,13 @@ class MirroredBackend final : public ForwardBackend {
     m->set_id(mirror_.open(opts.max_rollback, m->max_context()));
     return m;
   }
+  std::vector<float> forward_image(BackendSequence&, std::span<const int32_t>,
+                                   std::span<const uint8_t>, std::span<const float>,
+                                   bool) const override {
+    DSV41_FAIL(kUnsupported,
+               "images under tensor parallelism: the follower protocol does not carry image "
+               "embeddings yet (docs/vision.md)");
+  }
   std::vector<float> forward(BackendSequence& seq, std::span<const int32_t> ids,
                              bool all_rows) const override {
     auto& m = static_cast<MirroredSequence&>(seq);

@@ -215,15 +215,21 @@ int ImageEmbedding::cols() const { return impl_->layout.llm_w; }
 int64_t ImageEmbedding::embedding_dim() const { return impl_->dim; }
 std::span<const float> ImageEmbedding::values() const { return impl_->values; }
 
-Status Model::image_support() const {
-  if (!impl_->vision) return impl_->vision_error;
-  if (!impl_->backend->takes_image_embeddings())
+Status image_support(const Model::Impl& m) {
+  if (!m.vision) return m.vision_error;
+  if (m.comm)
+    return Status(ErrorCode::kUnsupported,
+                  "images under tensor parallelism: the follower protocol does not carry image "
+                  "embeddings yet (docs/vision.md)");
+  if (!m.backend->takes_image_embeddings())
     return Status(ErrorCode::kUnsupported,
                   fmt::format("the {} backend does not take image embeddings yet (images run on "
                               "the CPU backend)",
-                              impl_->backend->name()));
+                              m.backend->name()));
   return Status::ok();
 }
+
+Status Model::image_support() const { return dsv41::image_support(*impl_); }
 
 Result<int64_t> Model::image_positions(int width, int height) const {
   if (!impl_->vision) return impl_->vision_error;

@@ -31,7 +31,7 @@ struct DSV41_INTERNAL Model::Impl {
 struct DSV41_INTERNAL ImageEmbedding::Impl {
   vision::ImageLayout layout;
   int64_t dim = 0;
-  uint64_t digest = 0;  // of the pixels (size + bytes): the prefix cache's image key
+  uint64_t digest = 0;        // of the pixels (size + bytes): the prefix cache's image key
   std::vector<float> values;  // [layout.span_length(), dim]
 };
 
@@ -40,6 +40,9 @@ struct DSV41_INTERNAL Session::Impl {
   SessionParams params;
   SequenceHandle state;
 };
+
+// Model::image_support: Ok, or kUnsupported naming what is missing (tower, backend, TP).
+Status image_support(const Model::Impl& m);
 
 // Bytes of one sequence's state at `tokens` context tokens, in the model's quantised formats.
 int64_t state_bytes(const ModelInfo& info, int64_t tokens);
