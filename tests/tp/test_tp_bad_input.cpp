@@ -1,6 +1,7 @@
 // Bad tensor-parallel input gets a clear error naming what is wrong (docs/tp.md): server flags,
-// ModelParams.tp, and a follower receiving ops it cannot apply (it aborts the link with the
-// reason, so rank 0 fails at once instead of waiting for a collective).
+// ModelParams.tp, a follower receiving ops it cannot apply (it aborts the link with the
+// reason, so rank 0 fails at once instead of waiting for a collective), and image rows that do
+// not fit their flags (refused on rank 0 before the follower is told).
 #include <catch2/catch.hpp>
 #include <future>
 
@@ -40,7 +41,7 @@ std::future<Status> start_follower(const std::string& dir, uint16_t port) {
         parallel::connect_tp_tcp(tp_test::loopback_params(1, port), tp_test::test_handshake());
     if (!comm) return comm.status();
     std::unique_ptr<Transformer> m = Transformer::load(dir, 1, comm->get());
-    return run_follower(*make_cpu_backend(*m), **comm, nullptr);
+    return run_follower(*make_cpu_backend(*m), **comm, m->config().text.hidden_size, nullptr);
   });
 }
 
@@ -124,6 +125,83 @@ TEST_CASE("tp bad input: a follower refuses an op it cannot apply and aborts the
   REQUIRE_THAT(s0.message(), Catch::Contains("forward of unknown sequence 42"));
 }
 
+TEST_CASE("tp bad input: a follower refuses image rows that disagree with their flags",
+          "[tp][model]") {
+  const std::string dir = test::fixture("golden/tiny8");
+  const uint16_t port = tp_test::free_port();
+  std::future<Status> follower = start_follower(dir, port);
+  auto comm =
+      parallel::connect_tp_tcp(tp_test::loopback_params(0, port), tp_test::test_handshake());
+  REQUIRE(comm.is_ok());
+  auto send = [&](auto& values) {
+    REQUIRE((*comm)->broadcast(std::as_writable_bytes(std::span(values)), 0).is_ok());
+  };
+  MirrorHeader open;
+  open.op = MirrorOp::kNew;
+  open.id = 1;
+  open.max_context = 64;
+  REQUIRE((*comm)->broadcast(std::as_writable_bytes(std::span(&open, 1)), 0).is_ok());
+  // The header announces 2 image rows; the flags mark 1 position.
+  MirrorHeader h;
+  h.op = MirrorOp::kForward;
+  h.id = 1;
+  h.n_tokens = 3;
+  h.image_rows = 2;
+  const Status sent = (*comm)->broadcast(std::as_writable_bytes(std::span(&h, 1)), 0);
+  INFO(sent.to_string());
+  REQUIRE(sent.is_ok());
+  std::vector<int32_t> ids{5, 6, 7};
+  std::vector<uint8_t> flags{0, 1, 0};
+  std::vector<float> rows(2 * 96, 0.5f);  // tiny8 hidden_size 96
+  send(ids);
+  send(flags);
+  send(rows);
+  const Status fs = follower.get();
+  REQUIRE(fs.message() ==
+          "TP follower: forward of sequence 1 flags 1 image positions, its header says 2");
+  const Status s0 = (*comm)->barrier();
+  REQUIRE(s0.code() == ErrorCode::kAborted);
+  REQUIRE_THAT(s0.message(), Catch::Contains("flags 1 image positions"));
+}
+
+TEST_CASE("tp bad input: image rows that do not fit their flags fail on rank 0 alone",
+          "[tp][runtime]") {
+  // The mirrored backend checks the flags and the embedding rows before the follower is told;
+  // the link then still carries a good image forward, whose logits match one unsharded model's.
+  const std::string dir = test::fixture("golden/tiny8");
+  RankPair pair = start_pair(dir);
+  Transformer* m = pair.model.get();
+  const int64_t V = m->config().text.vocab_size, D = m->config().text.hidden_size;
+  std::unique_ptr<Transformer> whole = Transformer::load(dir, 1);
+  {
+    std::unique_ptr<ForwardBackend> b =
+        make_mirrored_backend(make_cpu_backend(*m), *pair.comm, V, D);
+    REQUIRE(b->takes_image_embeddings());
+    std::unique_ptr<BackendSequence> seq = b->new_sequence(StateOptions{});
+    const std::vector<int32_t> ids{5, 6, 7};
+    const std::vector<uint8_t> two{1, 1}, flags{0, 1, 1};
+    std::vector<float> rows(static_cast<size_t>(2 * D));
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = 0.01f * static_cast<float>(i % 17) - 0.08f;
+    REQUIRE_THROWS_WITH(b->forward_image(*seq, ids, two, rows, true),
+                        "forward: 2 image flags for 3 tokens");
+    REQUIRE_THROWS_WITH(
+        b->forward_image(*seq, ids, flags, std::span(rows).first(static_cast<size_t>(D)), true),
+        "forward: 96 image embedding values for 2 image positions of width 96");
+    REQUIRE(seq->pos() == 0);
+    REQUIRE(pair.comm->health().is_ok());
+    const std::vector<float> got = b->forward_image(*seq, ids, flags, rows, true);
+    SequenceState st = whole->new_sequence();
+    const std::vector<float> want = whole->forward(st, ids, flags, rows);
+    REQUIRE(got.size() == want.size());
+    REQUIRE(test::max_abs_diff(got.data(), want.data(), want.size()) <= 2e-3);
+    // The follower's state advanced with rank 0's: a text forward from position 3 pairs up.
+    const std::vector<float> next = b->forward(*seq, std::vector<int32_t>{8}, true);
+    const std::vector<float> want_next = whole->forward(st, std::vector<int32_t>{8});
+    REQUIRE(test::max_abs_diff(next.data(), want_next.data(), want_next.size()) <= 2e-3);
+  }
+  REQUIRE(pair.follower.get().is_ok());
+}
+
 TEST_CASE("tp bad input: rank 0's mirrored backend fails a bad forward alone and keeps the link",
           "[tp][runtime]") {
   // Rank 0 = the runtime's wrapping (make_mirrored_backend over the CPU backend), rank 1 =
@@ -138,7 +216,8 @@ TEST_CASE("tp bad input: rank 0's mirrored backend fails a bad forward alone and
   const int64_t V = m->config().text.vocab_size;
   std::unique_ptr<Transformer> whole = Transformer::load(dir, 1);
   {
-    std::unique_ptr<ForwardBackend> b = make_mirrored_backend(make_cpu_backend(*m), *comm, V);
+    std::unique_ptr<ForwardBackend> b =
+        make_mirrored_backend(make_cpu_backend(*m), *comm, V, m->config().text.hidden_size);
     std::unique_ptr<BackendSequence> seq = b->new_sequence(StateOptions{.max_context = 8});
     const std::vector<int32_t> bad{1, static_cast<int32_t>(V)};
     REQUIRE_THROWS_WITH(b->forward(*seq, bad, true),
@@ -209,8 +288,8 @@ TEST_CASE("tp bad input: rank 0 failing a forward mid-pass aborts the link with 
   Transformer* m = pair.model.get();
   FailingExperts failing;
   m->set_expert_provider(&failing);
-  std::unique_ptr<ForwardBackend> b =
-      make_mirrored_backend(make_cpu_backend(*m), *comm, m->config().text.vocab_size);
+  std::unique_ptr<ForwardBackend> b = make_mirrored_backend(
+      make_cpu_backend(*m), *comm, m->config().text.vocab_size, m->config().text.hidden_size);
   std::unique_ptr<BackendSequence> seq = b->new_sequence(StateOptions{});
   REQUIRE_THROWS_WITH(b->forward(*seq, std::vector<int32_t>{5, 6}, true),
                       Catch::Contains("test: expert failure"));

@@ -2,7 +2,8 @@
 // Models in two threads over TpTcp on loopback; rank 0's Engine (chunked prefill interleaved
 // with decode, prefix-cache copies) gives the oracle's greedy tokens while rank 1 only runs
 // Model::run_tp_follower. Mismatched settings are refused on both ranks; a follower that stops
-// mid-generation ends rank 0's request with an error at once and tp_health() reports it.
+// mid-generation ends rank 0's request with an error at once and tp_health() reports it; image
+// spans (rank 0 encodes, the rows travel with the forward op) decode as in one process.
 #include <catch2/catch.hpp>
 #include <condition_variable>
 #include <future>
@@ -256,35 +257,100 @@ TEST_CASE("tp engine: Sessions on rank 0 used from several threads at once stay 
   REQUIRE(follower.get().is_ok());
 }
 
-TEST_CASE("tp engine: images are refused by name under tensor parallelism", "[tp][runtime]") {
-  // Both ranks load tiny8 with a vision tower; rank 0 can encode, but the follower protocol has
-  // no image embeddings: image_support, Session::append_image and Engine::submit say so.
+TEST_CASE("tp engine: images on two ranks decode as in one process", "[tp][runtime][vision]") {
+  // Rank 0 encodes (the follower never sees pixels: the span's embedding rows travel with the
+  // forward op); Session chunks split the span, a fork continues after it, and the Engine's
+  // prefill chunks cut through it. One process over the same checkpoint is the reference.
   const std::string dir = test::make_tiny8_vision();
+  ModelParams single;
+  single.model_dir = dir;
+  single.threads = 1;
+  const Model one = std::move(Model::load(single)).value();
+  std::vector<uint8_t> rgb(20 * 14 * 3);
+  for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<uint8_t>((i * 37 + 11) & 0xFF);
   const uint16_t port = tp_test::free_port();
   auto follower = start_follower(port, dir);
   {
     Result<Model> m = Model::load(rank_params(0, port, "1000000000", dir));
     REQUIRE(m.is_ok());
-    CHECK_THAT(m->image_support().message(), Catch::Contains("tensor parallelism"));
-    std::vector<uint8_t> rgb(20 * 14 * 3, 100);
+    REQUIRE(m->image_support().is_ok());
     Result<ImageEmbedding> img = m->encode_image({20, 14, rgb});
+    Result<ImageEmbedding> img1 = one.encode_image({20, 14, rgb});
     REQUIRE(img.is_ok());
-    Result<Session> s = Session::create(*m);
-    REQUIRE(s.is_ok());
-    Result<std::vector<float>> r = s->append_image(*img);
-    CHECK(r.status().code() == ErrorCode::kUnsupported);
-    CHECK_THAT(r.status().message(), Catch::Contains("tensor parallelism"));
-    CHECK(s->position() == 0);
-    Result<Engine> engine = Engine::create(*m);
-    REQUIRE(engine.is_ok());
-    GenerationRequest req = greedy(
-        std::vector<int32_t>(static_cast<size_t>(img->positions()), m->info().image_token_id), 2);
-    req.images = {PromptImage{0, std::make_shared<const ImageEmbedding>(std::move(*img))}};
-    Result<RequestId> id = engine->submit(req, [](const GenerationEvent&) {});
-    CHECK(id.status().code() == ErrorCode::kUnsupported);
-    CHECK_THAT(id.status().message(), Catch::Contains("GenerationRequest.images"));
+    REQUIRE(img1.is_ok());
+    // The tower is replicated, not sharded: rank 0's span is one process's, bit for bit.
+    REQUIRE(img->values().size() == img1->values().size());
+    REQUIRE(std::equal(img->values().begin(), img->values().end(), img1->values().begin()));
+    const int64_t V = m->info().vocab_size;
+
+    // Session: text, the image in 5-token chunks, text, then a fork that continues.
+    auto steps = [&](const Model& model) {
+      SessionParams sp;
+      sp.chunk_tokens = 5;
+      Result<Session> s = Session::create(model, sp);
+      REQUIRE(s.is_ok());
+      std::vector<std::vector<float>> out;
+      out.push_back(*s->append(std::vector<int32_t>{0, 5, 6}));
+      Result<std::vector<float>> l = s->append_image(*img, true);
+      REQUIRE(l.is_ok());
+      out.push_back(*l);
+      out.push_back(*s->append(std::vector<int32_t>{7, 8}));
+      Result<Session> f = s->fork();
+      REQUIRE(f.is_ok());
+      out.push_back(*f->append(std::vector<int32_t>{9}));
+      return out;
+    };
+    const auto got = steps(*m), want = steps(one);
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      INFO("step " << i);
+      REQUIRE(got[i].size() == want[i].size());
+      for (size_t r = 0; r * V < got[i].size(); ++r) {
+        INFO("row " << r);
+        REQUIRE(test::argmax(got[i].data() + r * V, V) == test::argmax(want[i].data() + r * V, V));
+      }
+      REQUIRE(test::max_abs_diff(got[i].data(), want[i].data(), got[i].size()) <= 2e-3);
+    }
+
+    // Engine: [0, 5, 6] + span + [7, 8] in 5-token prefill chunks, then the conversation
+    // extended (a prefix-cache hit: the follower forks its copy of the state with the span).
+    auto generate = [&](const Model& model) {
+      EngineParams ep;
+      ep.max_batched_tokens = 5;
+      Result<Engine> engine = Engine::create(model, ep);
+      REQUIRE(engine.is_ok());
+      Collector c;
+      auto shared = std::make_shared<const ImageEmbedding>(
+          std::move(model.encode_image({20, 14, rgb})).value());
+      std::vector<int32_t> prompt = {0, 5, 6};
+      prompt.insert(prompt.end(), static_cast<size_t>(shared->positions()),
+                    model.info().image_token_id);
+      prompt.insert(prompt.end(), {7, 8});
+      GenerationRequest req = greedy(prompt, 6);
+      req.images = {PromptImage{3, shared}};
+      const RequestId a = *engine->submit(req, c.callback());
+      GenerationEvent ev;
+      REQUIRE(c.wait_for(a, std::chrono::seconds(120), &ev));
+      INFO(ev.status.to_string());
+      REQUIRE(ev.status.is_ok());
+      std::vector<int32_t> tokens = c.tokens[a];
+      req.prompt.insert(req.prompt.end(), tokens.begin(), tokens.end());
+      req.prompt.push_back(9);
+      req.stop.max_tokens = 4;
+      const RequestId b = *engine->submit(req, c.callback());
+      REQUIRE(c.wait_for(b, std::chrono::seconds(120), &ev));
+      REQUIRE(ev.status.is_ok());
+      CHECK(ev.cached_tokens >= 3 + shared->positions() + 2);
+      tokens.insert(tokens.end(), c.tokens[b].begin(), c.tokens[b].end());
+      return tokens;
+    };
+    const std::vector<int32_t> tp_tokens = generate(*m);
+    REQUIRE(tp_tokens.size() == 10);
+    REQUIRE(tp_tokens == generate(one));
     REQUIRE(m->tp_health().is_ok());
   }
   REQUIRE(follower.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
-  REQUIRE(follower.get().is_ok());
+  const Status fs = follower.get();
+  INFO(fs.to_string());
+  REQUIRE(fs.is_ok());
 }

@@ -12,21 +12,29 @@ Then:
      10 s; rank 0 stops on SIGTERM; restarting both serves again; the same with rank 1 frozen
      (SIGSTOP: a stalled link, found by the heartbeat).
   4. ranks started with different --kv-bytes both exit, naming the setting.
-usage: tp_netns_test.py DSV41_SERVER DSV41_TP_LOGITS MODEL_DIR
+  5. (with TINY8_VISION) a chat request with a PNG on tiny8 with a tiny vision tower (the
+     dsv41_tiny8_vision fixture writer): rank 0 encodes, the span's rows travel to rank 1 with
+     the forward; the same greedy answer as a one-process server.
+usage: tp_netns_test.py DSV41_SERVER DSV41_TP_LOGITS MODEL_DIR [TINY8_VISION]
 """
 import array
+import base64
 import ctypes
 import http.client
 import json
 import os
 import random
 import re
+import shutil
+import struct
 import subprocess
 import sys
 import threading
 import time
+import zlib
 
 SERVER, LOGITS, MODEL = sys.argv[1:4]
+TINY8_VISION = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] else None
 KEY = "tp-test-key-0123456789"
 LISTEN_RE = re.compile(r"listening on http://[^:]+:(\d+)")
 CLONE_NEWNET = 0x40000000
@@ -147,18 +155,18 @@ def wait_healthy(proc, timeout=120):
     raise AssertionError("server never became healthy:\n" + proc.text())
 
 
-def server_args(extra):
-    return [SERVER, "--model", MODEL, "--host", "127.0.0.1", "--port", "0", "--api-key", KEY,
+def server_args(extra, model=MODEL):
+    return [SERVER, "--model", model, "--host", "127.0.0.1", "--port", "0", "--api-key", KEY,
             "--threads", "1"] + extra
 
 
-def start_pair(fab, port, rank1_extra=()):
+def start_pair(fab, port, rank1_extra=(), model=MODEL):
     r1 = Proc(fab.cmd(1, server_args(["--rank", "1", "--peer", f"{fab.addr[0]}:{port}",
                                       "--tp-bind", fab.addr[1], "--tp-heartbeat-timeout-ms",
-                                      "2000"] + list(rank1_extra))))
+                                      "2000"] + list(rank1_extra), model)))
     r0 = Proc(fab.cmd(0, server_args(["--rank", "0", "--peer", fab.addr[1], "--tp-bind",
                                       fab.addr[0], "--tp-port", str(port),
-                                      "--tp-heartbeat-timeout-ms", "2000"])))
+                                      "--tp-heartbeat-timeout-ms", "2000"], model)))
     return r0, r1
 
 
@@ -276,6 +284,49 @@ def test_mismatch(fab, port):
     print("  rank 0: " + [l for l in r0.log if want in l][0].strip(), flush=True)
 
 
+def png_data_url(w, h):
+    raw = b"".join(b"\0" + bytes((x * 37 + y * 11 + c * 5) & 255 for x in range(w)
+                                  for c in range(3)) for y in range(h))
+
+    def chunk(t, d):
+        return (struct.pack(">I", len(d)) + t + d +
+                struct.pack(">I", zlib.crc32(t + d) & 0xFFFFFFFF))
+    data = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    return "data:image/png;base64," + base64.b64encode(data).decode()
+
+
+def test_image(fab, port):
+    model = subprocess.run([TINY8_VISION], check=True, capture_output=True,
+                           text=True).stdout.strip()
+    try:
+        chat = {"model": "deepseek-v4.1-flash", "max_tokens": 10, "temperature": 0,
+                "messages": [{"role": "user", "content": [
+                    {"type": "text", "text": "What is in this picture?"},
+                    {"type": "image_url", "image_url": {"url": png_data_url(20, 14)}}]}]}
+
+        def answer(proc):
+            status, body = req(proc.port, "POST", "/v1/chat/completions", chat)
+            assert status == 200, body
+            r = json.loads(body)
+            return r["choices"][0]["message"], r["usage"]["prompt_tokens"]
+
+        one = Proc(fab.cmd(0, server_args([], model)))
+        wait_healthy(one)
+        want = answer(one)
+        assert one.stop() == 0
+        r0, r1 = start_pair(fab, port, model=model)
+        wait_healthy(r0)
+        got = answer(r0)
+        print(f"image chat through the server: one process {want!r}, TP pair {got!r}",
+              flush=True)
+        assert got == want
+        assert r0.stop() == 0, r0.text()
+        assert r1.wait(20) == 0, "rank 1 did not stop with rank 0:\n" + r1.text()
+    finally:
+        shutil.rmtree(model, ignore_errors=True)
+
+
 def main():
     fab = Fabric()
     try:
@@ -283,6 +334,10 @@ def main():
         test_logits(fab, base)
         test_server(fab, base + 1)
         test_mismatch(fab, base + 2)
+        if TINY8_VISION:
+            test_image(fab, base + 3)
+        else:
+            print("SKIP image chat: no dsv41_tiny8_vision given", flush=True)
     finally:
         for p in Proc.started:
             if p.p.poll() is None:

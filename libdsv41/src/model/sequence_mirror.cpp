@@ -9,15 +9,26 @@ namespace dsv41 {
 
 SequenceMirror::~SequenceMirror() { stop(); }
 
-void SequenceMirror::send(const MirrorHeader& h, std::span<const int32_t> ids) {
+namespace {
+
+// TpComm::broadcast takes a writable buffer (it is the receive buffer on the other ranks).
+template <typename T>
+Status broadcast_copy(parallel::TpComm& comm, std::span<const T> values) {
+  std::vector<T> buf(values.begin(), values.end());
+  return comm.broadcast(std::as_writable_bytes(std::span(buf)), 0);
+}
+
+}  // namespace
+
+void SequenceMirror::send(const MirrorHeader& h, std::span<const int32_t> ids,
+                          std::span<const uint8_t> flags, std::span<const float> embeds) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   DSV41_CHECK(!stopped_, kAborted, "TP follower already stopped");
   MirrorHeader copy = h;
   Status s = comm_.broadcast(std::as_writable_bytes(std::span(&copy, 1)), 0);
-  if (s.is_ok() && !ids.empty()) {
-    std::vector<int32_t> buf(ids.begin(), ids.end());
-    s = comm_.broadcast(std::as_writable_bytes(std::span(buf)), 0);
-  }
+  if (s.is_ok() && !ids.empty()) s = broadcast_copy(comm_, ids);
+  if (s.is_ok() && h.image_rows > 0) s = broadcast_copy(comm_, flags);
+  if (s.is_ok() && h.image_rows > 0) s = broadcast_copy(comm_, embeds);
   if (!s.is_ok())
     throw detail::Failure(s.code(), "TP follower update: " + s.message(), __FILE__, __LINE__);
 }
@@ -32,11 +43,16 @@ uint64_t SequenceMirror::open(int max_rollback, int64_t max_context) {
   return id;
 }
 
-void SequenceMirror::forward(uint64_t id, int64_t pos0, std::span<const int32_t> ids,
-                             bool last_row) {
+void SequenceMirror::forward(uint64_t id, int64_t pos0, std::span<const int32_t> ids, bool last_row,
+                             std::span<const uint8_t> flags, std::span<const float> embeds) {
+  DSV41_CHECK(flags.empty() || flags.size() == ids.size(), kInvalidArgument,
+              "{} image flags for {} tokens", flags.size(), ids.size());
   MirrorHeader h{MirrorOp::kForward, static_cast<uint32_t>(ids.size()), id, 0, pos0, 0};
   h.last_row = last_row ? 1 : 0;
-  send(h, ids);
+  for (uint8_t f : flags) h.image_rows += f != 0 ? 1 : 0;
+  DSV41_CHECK(h.image_rows > 0 || embeds.empty(), kInvalidArgument,
+              "{} image embedding values for no image position", embeds.size());
+  send(h, ids, flags, embeds);
 }
 
 void SequenceMirror::rollback(uint64_t id, int64_t n) { send({MirrorOp::kRollback, 0, id, n}); }

@@ -3,9 +3,10 @@
 // (runtime/tp_follower.hpp) applies the same changes to its own sequences of the same forward
 // backend, so both ranks enter each forward with the same state and issue the same collectives.
 // Ops: new, fork (a copy of a state), release (destruction), reset, rollback, forward (tokens,
-// logit rows), stop. The sender side is runtime/mirrored_backend.hpp (rank 0's ForwardBackend
-// decorator). Every op is one broadcast of a 48-byte header from rank 0 (+ one of the token
-// ids).
+// logit rows, image-span rows), stop. The sender side is runtime/mirrored_backend.hpp (rank 0's
+// ForwardBackend decorator). Every op is one broadcast of a 48-byte header from rank 0 (+ one of
+// the token ids; + for a forward with image rows, one of the span flags [T] bytes and one of the
+// embeddings [image_rows, hidden] fp32: rank 1 never sees the pixels, only what the tower made).
 #pragma once
 
 #include <cstdint>
@@ -31,7 +32,7 @@ struct MirrorHeader {
   int64_t pos0 = 0;         // kForward: the state's position before the call (checked)
   int64_t max_context = 0;  // kNew; kFork: the copy's (0: the source's)
   uint32_t last_row = 0;    // kForward: 1 = rank 0 wants the last row's logits only
-  uint32_t pad = 0;
+  uint32_t image_rows = 0;  // kForward: image-span positions among the ids (spec §7.4)
 };
 static_assert(sizeof(MirrorHeader) == 48);
 
@@ -43,7 +44,10 @@ class SequenceMirror {
   // Throw detail::Failure with the TpComm's Status (naming the op) when the link fails. open()
   // and fork() return the new sequence's id.
   uint64_t open(int max_rollback, int64_t max_context);
-  void forward(uint64_t id, int64_t pos0, std::span<const int32_t> ids, bool last_row);
+  // flags [ids.size()] (non-zero = image-span position) and embeds [n_flagged, hidden] follow
+  // the ids when a flag is set; empty flags = a text-only forward.
+  void forward(uint64_t id, int64_t pos0, std::span<const int32_t> ids, bool last_row,
+               std::span<const uint8_t> flags = {}, std::span<const float> embeds = {});
   void rollback(uint64_t id, int64_t n);
   void reset(uint64_t id) noexcept;
   uint64_t fork(uint64_t from, int64_t max_context);
@@ -59,7 +63,8 @@ class SequenceMirror {
   std::unique_lock<std::recursive_mutex> hold() { return std::unique_lock(mu_); }
 
  private:
-  void send(const MirrorHeader& h, std::span<const int32_t> ids = {});
+  void send(const MirrorHeader& h, std::span<const int32_t> ids = {},
+            std::span<const uint8_t> flags = {}, std::span<const float> embeds = {});
 
   parallel::TpComm& comm_;
   std::recursive_mutex mu_;  // one op (header + payload) at a time; see hold()

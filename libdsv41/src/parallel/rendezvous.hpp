@@ -16,8 +16,9 @@
 
 namespace dsv41::parallel {
 
-// Bumped whenever the handshake or frame layout changes.
-inline constexpr uint32_t kTpProtocolVersion = 1;
+// Bumped whenever the handshake, the frame layout or the follower ops change (2: a forward op
+// carries image-span rows, model/sequence_mirror.hpp).
+inline constexpr uint32_t kTpProtocolVersion = 2;
 
 struct Handshake {
   uint32_t protocol_version = kTpProtocolVersion;

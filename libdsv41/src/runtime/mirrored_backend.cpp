@@ -54,8 +54,9 @@ class MirroredSequence final : public BackendSequence {
 
 class MirroredBackend final : public ForwardBackend {
  public:
-  MirroredBackend(std::unique_ptr<ForwardBackend> inner, parallel::TpComm& comm, int64_t vocab)
-      : inner_(std::move(inner)), mirror_(comm), vocab_(vocab) {}
+  MirroredBackend(std::unique_ptr<ForwardBackend> inner, parallel::TpComm& comm, int64_t vocab,
+                  int64_t hidden)
+      : inner_(std::move(inner)), mirror_(comm), vocab_(vocab), hidden_(hidden) {}
 
   const char* name() const override { return inner_->name(); }
   int64_t max_context() const override { return inner_->max_context(); }
@@ -64,19 +65,28 @@ class MirroredBackend final : public ForwardBackend {
     m->set_id(mirror_.open(opts.max_rollback, m->max_context()));
     return m;
   }
-  std::vector<float> forward_image(BackendSequence&, std::span<const int32_t>,
-                                   std::span<const uint8_t>, std::span<const float>,
-                                   bool) const override {
-    DSV41_FAIL(kUnsupported,
-               "images under tensor parallelism: the follower protocol does not carry image "
-               "embeddings yet (docs/vision.md)");
-  }
   std::vector<float> forward(BackendSequence& seq, std::span<const int32_t> ids,
                              bool all_rows) const override {
     auto& m = static_cast<MirroredSequence&>(seq);
     auto step = begin(m, ids, !all_rows);
     try {
       return inner_->forward(m.inner(), ids, all_rows);
+    } catch (const std::exception& e) {
+      fail_after_send(e);
+    }
+  }
+  bool takes_image_embeddings() const override { return inner_->takes_image_embeddings(); }
+  // The follower gets the flags and the embedding rows with the op (it has no tower input):
+  // rank 0 encodes once, both ranks run the same span.
+  std::vector<float> forward_image(BackendSequence& seq, std::span<const int32_t> ids,
+                                   std::span<const uint8_t> flags, std::span<const float> embeds,
+                                   bool all_rows) const override {
+    DSV41_CHECK(inner_->takes_image_embeddings(), kUnsupported,
+                "the {} backend does not take image embeddings", inner_->name());
+    auto& m = static_cast<MirroredSequence&>(seq);
+    auto step = begin(m, ids, !all_rows, flags, embeds);
+    try {
+      return inner_->forward_image(m.inner(), ids, flags, embeds, all_rows);
     } catch (const std::exception& e) {
       fail_after_send(e);
     }
@@ -99,9 +109,17 @@ class MirroredBackend final : public ForwardBackend {
   // Checks what would make the call fail before its collectives, takes the memory, then tells
   // the follower; the returned lock holds the mirror until the caller's pass is done.
   std::unique_lock<std::recursive_mutex> begin(MirroredSequence& m, std::span<const int32_t> ids,
-                                               bool last_row) const {
+                                               bool last_row, std::span<const uint8_t> flags = {},
+                                               std::span<const float> embeds = {}) const {
     const int64_t T = static_cast<int64_t>(ids.size()), pos0 = m.pos();
     DSV41_CHECK(T > 0, kInvalidArgument, "forward: no tokens");
+    DSV41_CHECK(flags.empty() || static_cast<int64_t>(flags.size()) == T, kInvalidArgument,
+                "forward: {} image flags for {} tokens", flags.size(), T);
+    int64_t flagged = 0;
+    for (uint8_t f : flags) flagged += f != 0 ? 1 : 0;
+    DSV41_CHECK(static_cast<int64_t>(embeds.size()) == flagged * hidden_, kInvalidArgument,
+                "forward: {} image embedding values for {} image positions of width {}",
+                embeds.size(), flagged, hidden_);
     for (int64_t i = 0; i < T; ++i)
       DSV41_CHECK(ids[i] >= 0 && ids[i] < vocab_, kInvalidArgument,
                   "forward: token id {} at position {} (ids[{}]) is outside the vocabulary of {}",
@@ -112,7 +130,7 @@ class MirroredBackend final : public ForwardBackend {
                 limit);
     std::unique_lock<std::recursive_mutex> step = mirror_.hold();
     m.inner().reserve(pos0 + T);
-    mirror_.forward(m.id(), pos0, ids, last_row);
+    mirror_.forward(m.id(), pos0, ids, last_row, flags, embeds);
     return step;
   }
 
@@ -128,13 +146,15 @@ class MirroredBackend final : public ForwardBackend {
   std::unique_ptr<ForwardBackend> inner_;
   mutable SequenceMirror mirror_;
   int64_t vocab_;
+  int64_t hidden_;
 };
 
 }  // namespace
 
 std::unique_ptr<ForwardBackend> make_mirrored_backend(std::unique_ptr<ForwardBackend> inner,
-                                                      parallel::TpComm& comm, int64_t vocab_size) {
-  return std::make_unique<MirroredBackend>(std::move(inner), comm, vocab_size);
+                                                      parallel::TpComm& comm, int64_t vocab_size,
+                                                      int64_t hidden_size) {
+  return std::make_unique<MirroredBackend>(std::move(inner), comm, vocab_size, hidden_size);
 }
 
 }  // namespace dsv41

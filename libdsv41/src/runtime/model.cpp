@@ -156,7 +156,8 @@ Result<Model> Model::load(const ModelParams& params) {
     // follower runs them on its own backend in run_tp_follower.
     if (impl->comm && impl->comm->rank() == 0)
       impl->backend = make_mirrored_backend(std::move(impl->backend), *impl->comm,
-                                            impl->transformer->config().text.vocab_size);
+                                            impl->transformer->config().text.vocab_size,
+                                            impl->transformer->config().text.hidden_size);
     const std::string tok = params.model_dir + "/tokenizer.json";
     if (file_exists(tok)) impl->tokenizer = Tokenizer::load(tok);
     impl->info = describe(*impl->transformer, *impl->backend, params.model_dir);
@@ -184,7 +185,8 @@ Status Model::run_tp_follower(const std::atomic<bool>* stop) const {
     return Status(ErrorCode::kInvalidArgument,
                   "run_tp_follower: this model is not a follower rank (TensorParallelParams.rank "
                   "must be >= 1 with world 2)");
-  return run_follower(*impl_->backend, *impl_->comm, stop);
+  return run_follower(*impl_->backend, *impl_->comm, impl_->transformer->config().text.hidden_size,
+                      stop);
 }
 
 Result<std::vector<int32_t>> Model::tokenize(std::string_view text, bool parse_special) const {
@@ -217,10 +219,6 @@ std::span<const float> ImageEmbedding::values() const { return impl_->values; }
 
 Status image_support(const Model::Impl& m) {
   if (!m.vision) return m.vision_error;
-  if (m.comm)
-    return Status(ErrorCode::kUnsupported,
-                  "images under tensor parallelism: the follower protocol does not carry image "
-                  "embeddings yet (docs/vision.md)");
   if (!m.backend->takes_image_embeddings())
     return Status(ErrorCode::kUnsupported,
                   fmt::format("the {} backend does not take image embeddings yet (images run on "

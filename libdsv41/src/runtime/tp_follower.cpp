@@ -32,7 +32,7 @@ void recv(parallel::TpComm& comm, std::vector<T>& buf) {
 
 }  // namespace
 
-Status run_follower(const ForwardBackend& backend, parallel::TpComm& comm,
+Status run_follower(const ForwardBackend& backend, parallel::TpComm& comm, int64_t hidden_size,
                     const std::atomic<bool>* stop) {
   Sequences seqs;
   for (;;) {
@@ -75,11 +75,30 @@ Status run_follower(const ForwardBackend& backend, parallel::TpComm& comm,
         case MirrorOp::kForward: {
           std::vector<int32_t> ids(h.n_tokens);
           recv(comm, ids);
+          // Image rows: every payload is received before any check, so a refusal below aborts
+          // the link at an op boundary (rank 0 then fails with the reason, not a mismatch).
+          std::vector<uint8_t> flags(h.image_rows > 0 ? h.n_tokens : 0);
+          std::vector<float> embeds(static_cast<size_t>(h.image_rows) *
+                                    static_cast<size_t>(hidden_size));
+          if (h.image_rows > 0) {
+            recv(comm, flags);
+            recv(comm, embeds);
+          }
           BackendSequence& st = find(seqs, h.id, "forward");
           DSV41_CHECK(st.pos() == h.pos0, kInternal,
                       "TP follower: sequence {} is at position {}, rank 0 forwards from {}", h.id,
                       st.pos(), h.pos0);
-          (void)backend.forward(st, ids, h.last_row == 0);
+          if (h.image_rows == 0) {
+            (void)backend.forward(st, ids, h.last_row == 0);
+            break;
+          }
+          uint32_t flagged = 0;
+          for (uint8_t f : flags) flagged += f != 0 ? 1 : 0;
+          DSV41_CHECK(flagged == h.image_rows, kCorruptFile,
+                      "TP follower: forward of sequence {} flags {} image positions, its header "
+                      "says {}",
+                      h.id, flagged, h.image_rows);
+          (void)backend.forward_image(st, ids, flags, embeds, h.last_row == 0);
           break;
         }
         default:

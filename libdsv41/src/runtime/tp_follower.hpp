@@ -19,8 +19,10 @@ class TpComm;
 // died / stalled: the TpComm's kAborted / kTimeout). An op the follower cannot apply (unknown
 // sequence, position mismatch, a forward failure) aborts the link with that reason, so rank 0
 // fails at once instead of waiting for a collective, and returns it. backend must be the same
-// kind as rank 0's (the collectives of a forward depend on it).
-Status run_follower(const ForwardBackend& backend, parallel::TpComm& comm,
+// kind as rank 0's (the collectives of a forward depend on it). hidden_size: the width of the
+// image-span embedding rows a forward may carry (the model's hidden size, equal on both ranks:
+// the rendezvous compared config.json).
+Status run_follower(const ForwardBackend& backend, parallel::TpComm& comm, int64_t hidden_size,
                     const std::atomic<bool>* stop);
 
 }  // namespace dsv41

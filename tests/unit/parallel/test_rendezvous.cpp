@@ -73,7 +73,7 @@ TEST_CASE("handshake comparison names the first difference", "[unit][parallel]")
   REQUIRE(mismatch(a, b).find("both sides claim rank 0") != std::string::npos);
   b = rank_hs(1);
   b.protocol_version = 7;
-  REQUIRE(mismatch(a, b).find("protocol versions 1 and 7") != std::string::npos);
+  REQUIRE(mismatch(a, b).find("protocol versions 2 and 7") != std::string::npos);
   b = rank_hs(1);
   b.config_hash = 0x9999;
   REQUIRE(mismatch(a, b) ==
