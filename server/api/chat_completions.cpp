@@ -12,6 +12,7 @@
 #include "api/api_errors.hpp"
 #include "api/generation_run.hpp"
 #include "api/image_input.hpp"
+#include "api/logprobs_json.hpp"
 #include "api/tool_choice.hpp"
 #include "chat/output_parser.hpp"
 #include "chat/parsed_message.hpp"
@@ -44,10 +45,11 @@ void write_usage(json::Writer& w, const Counts& c) {
 class ChatRun {
  public:
   ChatRun(Api& api, std::shared_ptr<ResponseChannel> channel, const GenerationFields& fields,
-          const chat::ResolvedOptions& resolved)
+          const chat::ResolvedOptions& resolved, std::shared_ptr<const GenerationBackend> backend)
       : metrics_(api.metrics()),
         channel_(std::move(channel)),
         parser_(chat::ParserOptions{resolved.thinking, std::nullopt}),
+        texts_(std::move(backend)),
         id_(random_id("chatcmpl-")),
         model_(api.config().served_model_name),
         reasoning_field_(api.config().reasoning_field),
@@ -55,7 +57,8 @@ class ChatRun {
         stream_(fields.stream),
         include_usage_(fields.include_usage),
         continuous_usage_(fields.continuous_usage),
-        include_reasoning_(resolved.include_reasoning) {}
+        include_reasoning_(resolved.include_reasoning),
+        logprobs_(fields.top_logprobs >= 0) {}
 
   // prompt_tokens: the rendered prompt's length, so the role chunk's continuous usage already
   // counts it (vLLM's first chunk does; it read 0 before the first engine event).
@@ -71,6 +74,9 @@ class ChatRun {
     std::vector<chat::ParseEvent> events;
     if (ev.kind == GenerationEvent::Kind::kToken) {
       clock_.on_token(metrics_);
+      // Every generated token's entry, reasoning and tool-call markup included (vLLM's too);
+      // a stream sends it with the next chunk, which may be later than the token's own text.
+      if (auto lp = logprobs_of(ev)) logprobs_pending_.push_back(std::move(*lp));
       parser_.feed(ev.text, events);
       deliver(events);
       return;
@@ -172,7 +178,13 @@ class ChatRun {
     w.key("delta").begin_object();
     delta(w);
     w.end_object();
-    w.key("logprobs").null();
+    w.key("logprobs");
+    if (logprobs_pending_.empty()) {
+      w.null();
+    } else {
+      write_chat_logprobs(w, texts_, logprobs_pending_);
+      logprobs_pending_.clear();
+    }
     w.key("finish_reason");
     finish ? w.value(finish) : w.null();
     w.end_object().end_array();
@@ -215,7 +227,9 @@ class ChatRun {
       w.end_array();
     }
     w.end_object();
-    w.key("logprobs").null().key("finish_reason").value(finish).key("stop_reason").null();
+    w.key("logprobs");
+    logprobs_ ? write_chat_logprobs(w, texts_, logprobs_pending_) : (void)w.null();
+    w.key("finish_reason").value(finish).key("stop_reason").null();
     w.end_object().end_array();
     write_usage(w, counts_);
     w.end_object();
@@ -226,10 +240,12 @@ class ChatRun {
   std::shared_ptr<ResponseChannel> channel_;
   chat::OutputParser parser_;
   chat::MessageAccumulator acc_;
+  TokenTexts texts_;
+  std::vector<TokenLogprobs> logprobs_pending_;  // stream: not yet sent; else: all
   RequestClock clock_;
   std::string id_, model_, reasoning_field_;
   int64_t created_;
-  bool stream_, include_usage_, continuous_usage_, include_reasoning_;
+  bool stream_, include_usage_, continuous_usage_, include_reasoning_, logprobs_;
   bool any_tool_call_ = false;
   Counts counts_;
 };
@@ -361,13 +377,14 @@ HttpResponse handle_chat_completions(Api& api, const HttpRequest& request) {
   gen.sampling = fields.sampling;
   gen.stop = fields.stop;
   gen.constraint = tool_choice_constraint(*backend, chat_request, resolved);
+  gen.top_logprobs = fields.top_logprobs;
   Status fit = fit_context("messages", static_cast<int64_t>(gen.prompt.size()), fields.max_tokens,
                            backend->max_context(), api.config().clamp_max_tokens, gen.stop);
   if (!fit.is_ok()) return error_response(fit);
 
   auto channel = std::make_shared<ResponseChannel>(
       fields.stream ? ResponseChannel::Mode::kEventStream : ResponseChannel::Mode::kDeferred);
-  auto run = std::make_shared<ChatRun>(api, channel, fields, resolved);
+  auto run = std::make_shared<ChatRun>(api, channel, fields, resolved, backend);
   if (!pictures.empty()) {
     // The vision tower can take minutes on the CPU: not on this I/O thread.
     auto pending = std::make_shared<PendingImages>(PendingImages{

@@ -9,6 +9,7 @@
 #include "api/api.hpp"
 #include "api/api_errors.hpp"
 #include "api/generation_run.hpp"
+#include "api/logprobs_json.hpp"
 #include "core/check.hpp"
 #include "core/json_writer.hpp"
 
@@ -63,15 +64,19 @@ class CompletionRun {
  public:
   // prompt_tokens: the prompt's length, so continuous usage counts it from the first chunk.
   CompletionRun(Api& api, std::shared_ptr<ResponseChannel> channel, const GenerationFields& f,
-                std::string echo, int64_t prompt_tokens)
+                std::string echo, int64_t prompt_tokens,
+                std::shared_ptr<const GenerationBackend> backend)
       : metrics_(api.metrics()),
         channel_(std::move(channel)),
+        texts_(std::move(backend)),
         id_(random_id("cmpl-")),
         model_(api.config().served_model_name),
         created_(unix_now()),
         stream_(f.stream),
         include_usage_(f.include_usage),
         continuous_usage_(f.continuous_usage),
+        logprobs_(f.top_logprobs >= 0),
+        with_top_(f.top_logprobs > 0),
         text_(std::move(echo)),
         prompt_(prompt_tokens) {
     if (stream_ && !text_.empty()) push_chunk(text_, nullptr);
@@ -83,6 +88,7 @@ class CompletionRun {
     completion_ = ev.completion_tokens;
     if (ev.kind == GenerationEvent::Kind::kToken) {
       clock_.on_token(metrics_);
+      if (auto lp = logprobs_of(ev)) logprobs_pending_.push_back(std::move(*lp));
       emit(ev.text);
       return;
     }
@@ -138,7 +144,13 @@ class CompletionRun {
   }
   void choices(json::Writer& w, const std::string& text, const char* finish) {
     w.key("choices").begin_array().begin_object();
-    w.key("index").value(int64_t(0)).key("text").value(text).key("logprobs").null();
+    w.key("index").value(int64_t(0)).key("text").value(text).key("logprobs");
+    if (logprobs_ && (!stream_ || !logprobs_pending_.empty())) {
+      write_completion_logprobs(w, texts_, logprobs_pending_, with_top_, &text_offset_);
+      logprobs_pending_.clear();
+    } else {
+      w.null();
+    }
     w.key("finish_reason");
     finish ? w.value(finish) : w.null();
     w.end_object().end_array();
@@ -161,10 +173,15 @@ class CompletionRun {
 
   ServerMetrics& metrics_;
   std::shared_ptr<ResponseChannel> channel_;
+  TokenTexts texts_;
+  // Stream: the tokens not yet sent (a token whose text is held back goes with a later chunk);
+  // else all of them.
+  std::vector<TokenLogprobs> logprobs_pending_;
+  int64_t text_offset_ = 0;
   RequestClock clock_;
   std::string id_, model_;
   int64_t created_;
-  bool stream_, include_usage_, continuous_usage_;
+  bool stream_, include_usage_, continuous_usage_, logprobs_, with_top_;
   std::string text_;
   int64_t prompt_ = 0, cached_ = 0, completion_ = 0;
 };
@@ -185,6 +202,7 @@ HttpResponse handle_completions(Api& api, const HttpRequest& request) {
   gen.prompt = prompt_ids(root, *backend, prompt_text);
   gen.sampling = fields.sampling;
   gen.stop = fields.stop;
+  gen.top_logprobs = fields.top_logprobs;
   Status fit = fit_context("prompt", static_cast<int64_t>(gen.prompt.size()),
                            fields.max_tokens.value_or(kDefaultMaxTokens), backend->max_context(),
                            api.config().clamp_max_tokens, gen.stop);
@@ -193,7 +211,7 @@ HttpResponse handle_completions(Api& api, const HttpRequest& request) {
       fields.stream ? ResponseChannel::Mode::kEventStream : ResponseChannel::Mode::kDeferred);
   auto run = std::make_shared<CompletionRun>(api, channel, fields,
                                              fields.echo ? prompt_text : std::string(),
-                                             static_cast<int64_t>(gen.prompt.size()));
+                                             static_cast<int64_t>(gen.prompt.size()), backend);
   Status s = submit_request(backend, std::move(gen), channel,
                             [run](const GenerationEvent& ev) { run->on_event(ev); });
   if (!s.is_ok()) return error_response(s);

@@ -21,6 +21,11 @@ class GenerationBackend {
   virtual ~GenerationBackend() = default;
   virtual Result<std::vector<int32_t>> tokenize(std::string_view text, bool special) const = 0;
   virtual Result<std::string> detokenize(std::span<const int32_t> ids) const = 0;
+  // A token's raw bytes (logprobs `bytes`). Default: its one-token decode.
+  virtual Result<std::string> token_bytes(int32_t id) const {
+    const int32_t one[1] = {id};
+    return detokenize(one);
+  }
   virtual Result<RequestId> submit(GenerationRequest request, EventCallback on_event) = 0;
   virtual Status cancel(RequestId id) = 0;
   virtual EngineStats stats() const = 0;
@@ -52,6 +57,7 @@ class EngineBackend final : public GenerationBackend {
 
   Result<std::vector<int32_t>> tokenize(std::string_view text, bool special) const override;
   Result<std::string> detokenize(std::span<const int32_t> ids) const override;
+  Result<std::string> token_bytes(int32_t id) const override { return model_.token_bytes(id); }
   Result<RequestId> submit(GenerationRequest request, EventCallback on_event) override;
   Status cancel(RequestId id) override;
   EngineStats stats() const override;

@@ -157,16 +157,25 @@ GenerationFields parse_generation_fields(element root, Endpoint endpoint, int64_
     if (auto u = field(*v, "continuous_usage_stats"))
       g.continuous_usage = boolean(*u, "stream_options.continuous_usage_stats");
   }
+  auto top_count = [](element v, const char* key) {
+    const int64_t n = integer(v, key);
+    DSV41_CHECK(n >= 0 && n <= kMaxTopLogprobs, kInvalidArgument, "{}: {} must be in [0, {}]", key,
+                n, kMaxTopLogprobs);
+    return static_cast<int>(n);
+  };
   if (endpoint == Endpoint::kChat) {
-    if (auto v = field(root, "logprobs"))
-      DSV41_CHECK(!boolean(*v, "logprobs"), kInvalidArgument, "logprobs: not supported");
-    if (auto v = field(root, "top_logprobs"))
-      DSV41_CHECK(integer(*v, "top_logprobs") == 0, kInvalidArgument,
-                  "top_logprobs: not supported");
+    // logprobs: true turns them on; top_logprobs adds alternatives and needs it (vLLM's rule;
+    // top_logprobs 0 alone is accepted as the no-op it is).
+    const bool on = field(root, "logprobs") && boolean(*field(root, "logprobs"), "logprobs");
+    int top = 0;
+    if (auto v = field(root, "top_logprobs")) top = top_count(*v, "top_logprobs");
+    DSV41_CHECK(on || top == 0, kInvalidArgument, "top_logprobs: {} needs \"logprobs\": true", top);
+    if (on) g.top_logprobs = top;
   } else {
-    if (auto v = field(root, "logprobs"))
-      DSV41_CHECK(integer(*v, "logprobs") == 0, kInvalidArgument, "logprobs: not supported");
+    if (auto v = field(root, "logprobs")) g.top_logprobs = top_count(*v, "logprobs");
     if (auto v = field(root, "echo")) g.echo = boolean(*v, "echo");
+    DSV41_CHECK(!g.echo || g.top_logprobs < 0, kInvalidArgument,
+                "logprobs: not supported with echo (prompt log-probabilities are not computed)");
     if (auto v = field(root, "suffix")) {
       DSV41_CHECK(v->type() == element_type::STRING && std::string_view(*v).empty(),
                   kInvalidArgument, "suffix: not supported");

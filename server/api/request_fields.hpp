@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "dsv41/engine.hpp"
 #include "dsv41/sampler.hpp"
 #include "dsv41/stop.hpp"
 
@@ -25,6 +26,8 @@ struct GenerationFields {
   bool include_usage = false;
   bool continuous_usage = false;
   bool echo = false;  // completions only
+  // -1: off. Chat: top_logprobs when logprobs is true; completions: logprobs (an integer).
+  int top_logprobs = -1;
 };
 
 // `vocab_size` bounds logit_bias keys and stop_token_ids.

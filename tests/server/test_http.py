@@ -210,6 +210,74 @@ class ServerTest(unittest.TestCase):
             self.assertEqual(e["usage"]["prompt_tokens"], full["usage"]["prompt_tokens"], e)
         self.assertEqual(chunks[-1]["usage"]["completion_tokens"], 10)
 
+    def check_chat_logprobs(self, entries, top):
+        for e in entries:
+            self.assertIsInstance(e["token"], str)
+            self.assertLessEqual(e["logprob"], 0.0)
+            self.assertTrue(all(isinstance(b, int) and 0 <= b < 256 for b in e["bytes"]), e)
+            alts = e["top_logprobs"]
+            self.assertEqual(len(alts), top)
+            values = [a["logprob"] for a in alts]
+            self.assertEqual(values, sorted(values, reverse=True))
+            # Greedy: the chosen token is the most likely one.
+            self.assertEqual((alts[0]["token"], alts[0]["logprob"]), (e["token"], e["logprob"]))
+
+    def test_logprobs(self):
+        status, full = self.s.json("POST", "/v1/chat/completions",
+                                   chat(logprobs=True, top_logprobs=3))
+        self.assertEqual(status, 200, full)
+        entries = full["choices"][0]["logprobs"]["content"]
+        self.assertEqual(len(entries), full["usage"]["completion_tokens"])
+        self.check_chat_logprobs(entries, 3)
+        # Every generated token has an entry: the bytes rebuild what the model wrote, reasoning
+        # and content included.
+        msg = full["choices"][0]["message"]
+        text = bytes(b for e in entries for b in e["bytes"]).decode("utf-8", "replace")
+        for part in (msg["reasoning_content"], msg["content"]):
+            if part:
+                self.assertIn(part, text)
+        # The stream carries the same entries, each with a chunk.
+        status, _, lines = self.s.stream_lines(
+            "/v1/chat/completions", chat(logprobs=True, top_logprobs=3, stream=True))
+        streamed = []
+        for ev in parse_sse(lines):
+            lp = ev["choices"][0]["logprobs"]
+            if lp is not None:
+                streamed += lp["content"]
+        self.assertEqual(streamed, entries)
+        status, plain = self.s.json("POST", "/v1/chat/completions", chat())
+        self.assertIsNone(plain["choices"][0]["logprobs"])
+
+        body = {"prompt": "Hello,", "max_tokens": 10, "temperature": 0, "logprobs": 2}
+        status, full = self.s.json("POST", "/v1/completions", body)
+        self.assertEqual(status, 200, full)
+        lp = full["choices"][0]["logprobs"]
+        self.assertEqual(len(lp["tokens"]), 10)
+        self.assertEqual(len(lp["token_logprobs"]), 10)
+        self.assertEqual(lp["text_offset"][0], 0)
+        for i, tok in enumerate(lp["tokens"]):
+            top = lp["top_logprobs"][i]
+            self.assertIn(tok, top)  # the chosen token, then the 2 alternatives
+            self.assertLessEqual(len(top), 3)
+            self.assertEqual(top[tok], lp["token_logprobs"][i])
+            self.assertEqual(max(top.values()), lp["token_logprobs"][i])  # greedy
+            if i + 1 < len(lp["tokens"]):
+                self.assertEqual(lp["text_offset"][i + 1] - lp["text_offset"][i], len(tok))
+        status, _, lines = self.s.stream_lines("/v1/completions", dict(body, stream=True))
+        merged = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
+        for ev in parse_sse(lines):
+            if ev["choices"][0]["logprobs"]:
+                for k in merged:
+                    merged[k] += ev["choices"][0]["logprobs"][k]
+        self.assertEqual(merged, lp)
+        status, zero = self.s.json("POST", "/v1/completions", dict(body, logprobs=0))
+        self.assertEqual(zero["choices"][0]["logprobs"]["token_logprobs"], lp["token_logprobs"])
+        self.assertEqual(zero["choices"][0]["logprobs"]["top_logprobs"], [None] * 10)
+        for bad, param in (({"logprobs": 21}, "logprobs"), ({"logprobs": 1, "echo": True},
+                                                            "logprobs")):
+            status, err = self.s.json("POST", "/v1/completions", dict(body, **bad))
+            self.assertError(status, err, 400, "invalid_request_error", param)
+
     # --- malformed input ----------------------------------------------------------------
     def test_bad_requests(self):
         cases = [
@@ -229,7 +297,9 @@ class ServerTest(unittest.TestCase):
             (chat(reasoning_effort="enormous"), 400, None),
             (chat(tools=[{"type": "function", "function": {"name": "f"}}],
                   tool_choice={"type": "function", "function": {"name": "g"}}), 400, None),
-            (chat(logprobs=True), 400, "logprobs"),
+            (chat(top_logprobs=2), 400, "top_logprobs"),  # needs logprobs: true
+            (chat(logprobs=True, top_logprobs=21), 400, "top_logprobs"),
+            (chat(logprobs="yes"), 400, "logprobs"),
             (chat(top_p=0), 400, "top_p"),  # SamplerParams' own check, param filled
             (chat(top_k=4294967297), 400, "top_k"),  # was wrapped to 1 and accepted
             (chat(top_k=2147483648), 400, "top_k"),

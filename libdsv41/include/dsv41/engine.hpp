@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,10 @@ struct PromptImage {
   std::shared_ptr<const ImageEmbedding> image;
 };
 
+// Most alternatives a token event can carry (vLLM's default max_logprobs and OpenAI's chat
+// top_logprobs limit).
+inline constexpr int kMaxTopLogprobs = 20;
+
 struct GenerationRequest {
   std::vector<int32_t> prompt;
   // In prompt order, not overlapping. Needs a backend that takes image embeddings (CPU).
@@ -67,6 +72,11 @@ struct GenerationRequest {
   SamplerParams sampling;
   StopParams stop;
   std::shared_ptr<TokenConstraint> constraint;  // null = unconstrained
+  // -1: no log-probabilities. 0..kMaxTopLogprobs: every kToken event carries the token's
+  // log-probability and this many most likely alternatives (TokenLogprob: the model's raw
+  // distribution, docs/sampling.md "Log-probabilities"). Such a request reads its logits on the
+  // host (no device sampling on CUDA).
+  int top_logprobs = -1;
 };
 
 using RequestId = uint64_t;
@@ -83,6 +93,10 @@ struct GenerationEvent {
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;  // prompt tokens served from the prefix cache
   int64_t completion_tokens = 0;
+  // kToken of a request with top_logprobs >= 0: the sampled token's log-probability and the
+  // top_logprobs most likely tokens at its position, descending (ties: lower id first).
+  std::optional<TokenLogprob> logprob;
+  std::vector<TokenLogprob> top_logprobs;
 };
 
 using EventCallback = std::function<void(const GenerationEvent&)>;

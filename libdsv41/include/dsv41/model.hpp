@@ -90,6 +90,10 @@ class DSV41_API Model {
   [[nodiscard]] Result<std::vector<int32_t>> tokenize(std::string_view text,
                                                       bool parse_special = true) const;
   [[nodiscard]] Result<std::string> detokenize(std::span<const int32_t> ids) const;
+  // The raw bytes one token stands for (a byte-level piece may be part of a UTF-8 character;
+  // added tokens: their content). kInvalidArgument outside the vocabulary, kUnsupported without
+  // tokenizer.json.
+  [[nodiscard]] Result<std::string> token_bytes(int32_t id) const;
 
   // The image's span embeddings from the vision tower (spec §7: sizing, letterbox, ViT,
   // aligner), for Session::append_image. Runs on the CPU worker threads whatever the backend.

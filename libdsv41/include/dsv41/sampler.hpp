@@ -28,6 +28,13 @@ namespace sampling {
 class DeviceSampling;  // internal: the chain's inputs for the CUDA sampling kernel
 }
 
+// A token's log-probability at one position under the model's raw distribution (log-softmax of
+// the logits before any stage of the chain below), for the OpenAI logprobs fields.
+struct TokenLogprob {
+  int32_t token = -1;
+  float logprob = 0.0f;  // <= 0; -inf for a token the logits rule out, NaN for a non-finite row
+};
+
 // Plain data; defaults = vLLM SamplingParams defaults (= no-op for every stage but sampling).
 struct SamplerParams {
   float temperature = 1.0f;             // >= 0, finite; < 1e-5 means greedy (vLLM _SAMPLING_EPS)

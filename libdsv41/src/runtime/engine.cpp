@@ -1,6 +1,7 @@
 // Engine: scheduler thread, admission against the state budget, chunked prefill, continuous
 // batching, prefix reuse, streaming through StreamDetokenizer + StopMatcher.
 #include "runtime/engine_impl.hpp"
+#include "sampling/logprobs.hpp"
 
 namespace dsv41 {
 
@@ -42,7 +43,8 @@ void Engine::Impl::step(EngineRequest& r, int64_t* budget) {
   // The step that samples runs the chain where the logits are (the CUDA backend: one 16-byte
   // result instead of the vocab's logits), with the same tokens (docs/sampling.md "Device
   // path"). A constraint masks host logits, so such requests keep the host path.
-  const bool on_device = model->backend->samples_on_device() && !r.req.constraint;
+  const bool on_device =
+      model->backend->samples_on_device() && !r.req.constraint && r.req.top_logprobs < 0;
   std::span<const int32_t> ids;
   const int32_t pending = r.pending_token;
   if (r.prefilled < n_prompt) {
@@ -84,9 +86,11 @@ void Engine::Impl::step(EngineRequest& r, int64_t* budget) {
     }
   }
   Result<int32_t> tok = 0;
+  std::vector<float> raw;  // the logits before the constraint's mask, for log-probabilities
   if (plan) {
     tok = sampling::DeviceSampling::finish(*r.sampler, *plan, outcome);
   } else {
+    if (r.req.top_logprobs >= 0 && r.req.constraint) raw = logits;
     if (r.req.constraint) r.req.constraint->mask(logits);
     tok = r.sampler->sample(logits);
   }
@@ -95,10 +99,14 @@ void Engine::Impl::step(EngineRequest& r, int64_t* budget) {
   Status st = r.sampler->accept(id);
   if (!st.is_ok()) return finish(r, FinishReason::kNone, st);
   if (r.req.constraint) r.req.constraint->accept(id);
-  if (!deliver(r, id)) r.pending_token = id;
+  const float* raw_logits = r.req.top_logprobs < 0 ? nullptr
+                            : raw.empty()          ? logits.data()
+                                                   : raw.data();
+  if (!deliver(r, id, 0, raw_logits)) r.pending_token = id;
 }
 
-bool Engine::Impl::deliver(EngineRequest& r, int32_t id, int64_t surplus_rows) {
+bool Engine::Impl::deliver(EngineRequest& r, int32_t id, int64_t surplus_rows,
+                           const float* raw_logits) {
   const int64_t n_prompt = static_cast<int64_t>(r.req.prompt.size());
   r.generated++;
   {
@@ -113,6 +121,13 @@ bool Engine::Impl::deliver(EngineRequest& r, int32_t id, int64_t surplus_rows) {
   ev.prompt_tokens = n_prompt;
   ev.cached_tokens = r.cached;
   ev.completion_tokens = r.generated;
+  if (raw_logits != nullptr) {
+    sampling::PositionLogprobs lp = sampling::position_logprobs(
+        std::span<const float>(raw_logits, static_cast<size_t>(model->info.vocab_size)), id,
+        r.req.top_logprobs);
+    ev.logprob = lp.chosen;
+    ev.top_logprobs = std::move(lp.top);
+  }
   r.cb(ev);
   if ((s.finish != FinishReason::kNone || n_prompt + r.generated >= max_context) &&
       surplus_rows > 0)
@@ -281,6 +296,10 @@ Result<RequestId> Engine::submit(GenerationRequest request, EventCallback on_eve
                                                      "] = " + std::to_string(request.prompt[i]) +
                                                      " is outside the vocabulary [0, " +
                                                      std::to_string(info.vocab_size) + ")");
+  if (request.top_logprobs < -1 || request.top_logprobs > kMaxTopLogprobs)
+    return Status(ErrorCode::kInvalidArgument,
+                  "GenerationRequest.top_logprobs = " + std::to_string(request.top_logprobs) +
+                      " must be -1 (off) or in [0, " + std::to_string(kMaxTopLogprobs) + "]");
   if (static_cast<int64_t>(request.prompt.size()) >= e.max_context)
     return Status(ErrorCode::kContextOverflow,
                   "prompt of " + std::to_string(request.prompt.size()) +

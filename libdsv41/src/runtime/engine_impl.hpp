@@ -143,7 +143,10 @@ struct DSV41_INTERNAL Engine::Impl {
   // Streams the sampled (and sampler-accepted) token `id` of r; true when r finished with it.
   // surplus_rows: positions appended after id's row that plain decoding would not hold, rolled
   // back when r finishes here.
-  bool deliver(EngineRequest& r, int32_t id, int64_t surplus_rows = 0);
+  // raw_logits: the position's logits [vocab] before any sampling stage, for the event's
+  // log-probabilities (requests with top_logprobs >= 0; null otherwise).
+  bool deliver(EngineRequest& r, int32_t id, int64_t surplus_rows = 0,
+               const float* raw_logits = nullptr);
   void finish(EngineRequest& r, FinishReason reason, Status status, std::string tail = {});
 };
 

@@ -36,8 +36,12 @@ bool Engine::Impl::speculative_step(EngineRequest& r) {
   speculative::RoundTarget target;
   target.tokens = seq.tokens();
   target.room = room;
+  // Round token i was chosen from verify row i: kept for its log-probabilities.
+  std::vector<float> rows;
   target.append_all = [&](std::span<const int32_t> ids) {
-    return session_append(*r.session, ids, /*all_logits=*/true);
+    std::vector<float> logits = session_append(*r.session, ids, /*all_logits=*/true);
+    if (r.req.top_logprobs >= 0) rows = logits;
+    return logits;
   };
   target.rollback = [&](int64_t n) { seq.rollback(n); };
   target.propose = [&draft](int32_t, int) { return Result<Draft>(draft); };
@@ -56,7 +60,8 @@ bool Engine::Impl::speculative_step(EngineRequest& r) {
     // Rows this round appended beyond what plain decoding holds once token i is out: the tokens
     // after i but the last. A finish at i rolls them back, so the prefix cache gets the same
     // entry as after plain decoding.
-    if (deliver(r, round.tokens[i], n - 1 - i)) return true;
+    const float* raw = rows.empty() ? nullptr : rows.data() + i * info.vocab_size;
+    if (deliver(r, round.tokens[i], n - 1 - i, raw)) return true;
     r.pending_token = round.tokens[i];
     std::lock_guard<std::mutex> lock(mu);
     if (r.cancelled || stopping) return true;  // the run loop ends it; no further tokens

@@ -207,6 +207,19 @@ Result<std::string> Model::detokenize(std::span<const int32_t> ids) const {
   return text;
 }
 
+Result<std::string> Model::token_bytes(int32_t id) const {
+  if (!impl_->tokenizer)
+    return Status(ErrorCode::kUnsupported, impl_->info.model_dir + ": no tokenizer.json");
+  if (id < 0 || static_cast<size_t>(id) >= impl_->tokenizer->vocab_size())
+    return Status(ErrorCode::kInvalidArgument,
+                  fmt::format("token_bytes: id {} is outside the tokenizer's vocabulary [0, {})",
+                              id, impl_->tokenizer->vocab_size()));
+  std::string bytes;
+  Status st = detail::capture_status([&] { bytes = impl_->tokenizer->token_bytes(id); });
+  if (!st.is_ok()) return st;
+  return bytes;
+}
+
 ImageEmbedding::ImageEmbedding(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ImageEmbedding::ImageEmbedding(ImageEmbedding&&) noexcept = default;
 ImageEmbedding& ImageEmbedding::operator=(ImageEmbedding&&) noexcept = default;

@@ -1,0 +1,191 @@
+// GenerationRequest.top_logprobs on the tiny8 oracle model: each token event's log-probability and
+// alternatives are the log-softmax of the logits a Session computes at that position (recomputed
+// here in double), unaffected by the sampling chain (logit_bias), the same with speculative
+// decoding; out-of-range counts are refused naming the field.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
+
+#include "dsv41/engine.hpp"
+#include "dsv41/session.hpp"
+#include "golden/model/golden_case.hpp"
+#include "support/fixtures.hpp"
+
+using namespace dsv41;
+
+namespace {
+
+const Model& tiny8() {
+  static Model m = [] {
+    ModelParams p;
+    p.model_dir = test::fixture("golden/tiny8");
+    auto r = Model::load(p);
+    if (!r.is_ok()) FAIL(r.status().to_string());
+    return std::move(r).value();
+  }();
+  return m;
+}
+
+struct Run {
+  std::vector<GenerationEvent> tokens;
+  GenerationEvent done;
+  EngineStats stats;
+};
+
+Run run(const GenerationRequest& req, int speculative_tokens = 0) {
+  EngineParams ep;
+  ep.speculative_tokens = speculative_tokens;
+  ep.prefix_cache_entries = 0;
+  auto engine = Engine::create(tiny8(), ep);
+  REQUIRE(engine.is_ok());
+  std::mutex mu;
+  std::condition_variable cv;
+  Run out;
+  bool finished = false;
+  auto id = engine->submit(req, [&](const GenerationEvent& ev) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (ev.kind == GenerationEvent::Kind::kToken) {
+      out.tokens.push_back(ev);
+    } else {
+      out.done = ev;
+      finished = true;
+      cv.notify_all();
+    }
+  });
+  REQUIRE(id.is_ok());
+  std::unique_lock<std::mutex> lock(mu);
+  REQUIRE(cv.wait_for(lock, std::chrono::seconds(120), [&] { return finished; }));
+  INFO(out.done.status.to_string());
+  REQUIRE(out.done.status.is_ok());
+  out.stats = engine->stats();
+  return out;
+}
+
+// log-softmax in double of a Session's logits at each generated position.
+std::vector<std::vector<double>> session_logprobs(const std::vector<int32_t>& prompt,
+                                                  const std::vector<GenerationEvent>& tokens) {
+  auto s = Session::create(tiny8());
+  REQUIRE(s.is_ok());
+  std::vector<std::vector<double>> out;
+  Result<std::vector<float>> logits = s->append(prompt);
+  for (const GenerationEvent& ev : tokens) {
+    REQUIRE(logits.is_ok());
+    const double m = *std::max_element(logits->begin(), logits->end());
+    double sum = 0;
+    for (float x : *logits) sum += std::exp(x - m);
+    std::vector<double> lp;
+    for (float x : *logits) lp.push_back(x - m - std::log(sum));
+    out.push_back(std::move(lp));
+    logits = s->append(std::vector<int32_t>{ev.token});
+  }
+  return out;
+}
+
+GenerationRequest request(std::vector<int32_t> prompt, int64_t n, int top) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.sampling.temperature = 0.0f;
+  r.stop.max_tokens = n;
+  r.stop.ignore_eos = true;
+  r.top_logprobs = top;
+  return r;
+}
+
+// Every event's values against the recomputation: the chosen token's, and `top` alternatives in
+// descending order that are the `top` largest of the row.
+void check_events(const std::vector<GenerationEvent>& events,
+                  const std::vector<std::vector<double>>& want, int top) {
+  REQUIRE(events.size() == want.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    INFO("token " << i);
+    const GenerationEvent& ev = events[i];
+    REQUIRE(ev.logprob.has_value());
+    CHECK(ev.logprob->token == ev.token);
+    CHECK(ev.logprob->logprob == Approx(want[i][ev.token]).margin(1e-5));
+    REQUIRE(ev.top_logprobs.size() == static_cast<size_t>(top));
+    std::vector<double> sorted = want[i];
+    std::sort(sorted.begin(), sorted.end(), std::greater<>());
+    for (int k = 0; k < top; ++k) {
+      INFO("alternative " << k);
+      CHECK(ev.top_logprobs[k].logprob == Approx(sorted[k]).margin(1e-5));
+      CHECK(ev.top_logprobs[k].logprob == Approx(want[i][ev.top_logprobs[k].token]).margin(1e-5));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("engine logprobs: the log-softmax of the position's logits, with alternatives",
+          "[golden][runtime]") {
+  test::GoldenCase g("tiny8");
+  const auto p1 = g.i32("prompt1.input_ids");
+  const Run greedy = run(request(p1, 12, 5));
+  check_events(greedy.tokens, session_logprobs(p1, greedy.tokens), 5);
+  for (const GenerationEvent& ev : greedy.tokens) {
+    CHECK(ev.top_logprobs[0].token == ev.token);  // greedy: the most likely token
+    CHECK(ev.logprob->logprob < 0.0f);
+  }
+  // Without alternatives: the chosen token's value only; off: nothing.
+  const Run zero = run(request(p1, 4, 0));
+  check_events(zero.tokens, session_logprobs(p1, zero.tokens), 0);
+  for (const GenerationEvent& ev : run(request(p1, 4, -1)).tokens) {
+    CHECK_FALSE(ev.logprob.has_value());
+    CHECK(ev.top_logprobs.empty());
+  }
+}
+
+TEST_CASE("engine logprobs: raw values, not the sampling chain's", "[golden][runtime]") {
+  // A +50 bias forces token 10 every step; its reported log-probability stays the model's own.
+  test::GoldenCase g("tiny8");
+  const auto p1 = g.i32("prompt1.input_ids");
+  GenerationRequest req = request(p1, 6, 2);
+  req.sampling.temperature = 1.3f;
+  req.sampling.seed = 5;
+  req.sampling.logit_bias = {{10, 50.0f}};
+  const Run biased = run(req);
+  const auto want = session_logprobs(p1, biased.tokens);
+  check_events(biased.tokens, want, 2);
+  for (const GenerationEvent& ev : biased.tokens) {
+    CHECK(ev.token == 10);
+    CHECK(ev.logprob->logprob < -0.5f);  // the bias is not in it
+  }
+}
+
+TEST_CASE("engine logprobs: speculative rounds report the verify rows' values",
+          "[golden][runtime]") {
+  // Output that cycles (bias on three tokens, a frequency penalty): prompt lookup's drafts are
+  // accepted, so several tokens come from one verify forward.
+  test::GoldenCase g("tiny8");
+  const auto p1 = g.i32("prompt1.input_ids");
+  GenerationRequest req = request(p1, 20, 3);
+  req.sampling.logit_bias = {{10, 50.0f}, {20, 50.0f}, {30, 50.0f}};
+  req.sampling.frequency_penalty = 2.0f;
+  const Run plain = run(req);
+  const Run spec = run(req, 5);
+  REQUIRE(spec.stats.spec_accepted_tokens_total > 0);
+  REQUIRE(spec.tokens.size() == plain.tokens.size());
+  check_events(spec.tokens, session_logprobs(p1, spec.tokens), 3);
+  for (size_t i = 0; i < spec.tokens.size(); ++i) {
+    CHECK(spec.tokens[i].token == plain.tokens[i].token);
+    CHECK(spec.tokens[i].logprob->logprob == Approx(plain.tokens[i].logprob->logprob).margin(1e-5));
+  }
+}
+
+TEST_CASE("engine logprobs: a count outside [-1, 20] is refused naming the field",
+          "[golden][runtime]") {
+  auto engine = Engine::create(tiny8());
+  REQUIRE(engine.is_ok());
+  for (int bad : {21, -2}) {
+    auto id = engine->submit(request({5, 6, 7}, 2, bad), [](const GenerationEvent&) {});
+    REQUIRE(id.status().code() == ErrorCode::kInvalidArgument);
+    CHECK_THAT(id.status().message(),
+               Catch::Contains("GenerationRequest.top_logprobs = " + std::to_string(bad)));
+  }
+  CHECK(tiny8().token_bytes(600).status().code() == ErrorCode::kInvalidArgument);
+  auto bytes = tiny8().token_bytes(5);
+  REQUIRE(bytes.is_ok());
+  const int32_t five[1] = {5};
+  CHECK(*bytes == *tiny8().detokenize(five));
+}
