@@ -14,6 +14,10 @@ target_link_libraries(dsv41_utf8proc INTERFACE ${UTF8PROC_LIBRARY})
 # answers images with a message saying so.
 find_package(PNG QUIET)
 find_package(JPEG QUIET)
+find_package(GIF QUIET)
+pkg_check_modules(WEBP QUIET IMPORTED_TARGET libwebpdemux libwebp)
+# The animation encoder, for the decoder's tests only.
+pkg_check_modules(WEBPMUX QUIET IMPORTED_TARGET libwebpmux)
 # Debian keeps jconfig.h in the multiarch directory, which the compiler only searches under /usr:
 # add it for a relocated prefix (.gpu-deps/usr on the lent GPU machine).
 if(JPEG_FOUND AND CMAKE_LIBRARY_ARCHITECTURE AND

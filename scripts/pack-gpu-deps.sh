@@ -8,7 +8,8 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 dest="$root/.gpu-deps"
 packages=(libfmt-dev libfmt9 libsimdjson-dev libsimdjson14 libpcre2-dev libpcre2-8-0 libpcre2-16-0
           libpcre2-32-0 libpcre2-posix3 libutf8proc-dev libutf8proc2 catch2
-          libpng-dev libpng16-16 libjpeg62-turbo-dev libjpeg62-turbo zlib1g-dev zlib1g)
+          libpng-dev libpng16-16 libjpeg62-turbo-dev libjpeg62-turbo zlib1g-dev zlib1g
+          libgif-dev libgif7 libwebp-dev libwebp7 libwebpdemux2 libwebpmux3)
 rm -rf "$dest"
 mkdir -p "$dest"
 for p in "${packages[@]}"; do

@@ -2,8 +2,10 @@
 # The vision path against the reference libraries, on a machine with Python torch + Pillow (the
 # lent GPU machine; docs/vision.md "Oracle run"): builds `dsv41` and dsv41_make_synthetic, writes
 # synthetic checkpoints with a vision tower, draws images with Pillow (PNG RGB / grey / palette /
-# RGBA, JPEG baseline / progressive / grey; sizes from tiny to over the token budget), dumps every
-# stage with `dsv41 image --encode --dump` and checks it with tools/oracle/vision_oracle.py.
+# RGBA, JPEG baseline / progressive / grey, GIF palette / transparent with a wider screen /
+# animated, WebP lossless / lossy / alpha / animated; sizes from tiny to over the token budget),
+# dumps every stage with `dsv41 image --encode --dump` and checks it with
+# tools/oracle/vision_oracle.py.
 # Environment:
 #   TOWER       the reference tower module (default .oracle/nemo_deepseek_v4_vision.py, carried)
 #   REAL=1      also one image through a tower of the released dimensions (32 blocks x 1024)
@@ -39,6 +41,26 @@ noise(50, 40).convert("RGBA").save(f"{out}/rgba_50x40.png")
 noise(123, 77).save(f"{out}/baseline_123x77.jpg", quality=90)
 noise(123, 77).save(f"{out}/progressive_123x77.jpg", quality=75, progressive=True)
 noise(80, 60).convert("L").save(f"{out}/grey_80x60.jpg", quality=85)
+# GIF: a palette image; one with a transparent index whose logical screen was widened by hand
+# (bytes 6-9), so the canvas outside the first frame shows Pillow's fill; an animation.
+pal = noise(40, 30).convert("P", palette=Image.ADAPTIVE, colors=8)
+pal.save(f"{out}/palette_40x30.gif")
+pal.save(f"{out}/transparent.gif", transparency=2)
+b = bytearray(open(f"{out}/transparent.gif", "rb").read())
+b[6:10] = (52).to_bytes(2, "little") + (37).to_bytes(2, "little")
+open(f"{out}/screen_wider_52x37.gif", "wb").write(bytes(b))
+frames = [noise(24, 18).convert("P", palette=Image.ADAPTIVE, colors=16) for _ in range(3)]
+frames[0].save(f"{out}/animated_24x18.gif", save_all=True, append_images=frames[1:], duration=80)
+# WebP (when this Pillow has it): lossless, lossy, with alpha, animated.
+from PIL import features
+if features.check("webp"):
+    noise(45, 33).save(f"{out}/lossless_45x33.webp", lossless=True)
+    noise(45, 33).save(f"{out}/lossy_45x33.webp", quality=70)
+    noise(30, 20).convert("RGBA").save(f"{out}/rgba_30x20.webp", lossless=True, exact=True)
+    noise(26, 21).save(f"{out}/animated_26x21.webp", save_all=True,
+                       append_images=[noise(26, 21)], duration=100, lossless=True)
+else:
+    print("vision-oracle.sh: this Pillow has no WebP support: WebP not checked")
 PY
 fail=0
 check() {  # check MODEL IMAGE

@@ -1,4 +1,4 @@
-// decode_image in a build without libpng / libjpeg (CMake did not find them).
+// decode_image in a build without libpng / libjpeg (CMake did not find them): no format at all.
 #include "vision/image_decoder.hpp"
 
 namespace dsv41::vision {

@@ -1,6 +1,7 @@
 // decode_image on PNG and JPEG files written here with libpng / libjpeg: every PNG colour type
 // and bit depth converted as Pillow's convert("RGB") does, interlacing, JPEG colour and grey,
-// and every rejection (unknown, truncated, corrupt, too many pixels, GIF/WebP, CMYK).
+// and every rejection (unknown, truncated, corrupt, too many pixels, CMYK); GIF and WebP in
+// test_gif_webp_decoder.cpp.
 #include <catch2/catch.hpp>
 #include <csetjmp>
 #include <cstdio>
@@ -176,8 +177,17 @@ TEST_CASE("decode_image rejects what it cannot decode, by name", "[unit]") {
   expect(jpg, ErrorCode::kInvalidArgument, "8x8 = 64 pixels exceeds the limit of 63", 63);
   std::vector<uint8_t> cmyk_px(8 * 8 * 4, 50);
   expect(write_jpeg(8, 8, 4, cmyk_px, JCS_CMYK), ErrorCode::kUnsupported, "CMYK");
-  expect({'G', 'I', 'F', '8', '9', 'a'}, ErrorCode::kUnsupported, "GIF");
-  expect({'R', 'I', 'F', 'F', 0, 0, 0, 0, 'W', 'E', 'B', 'P'}, ErrorCode::kUnsupported, "WebP");
+  // GIF and WebP go to their decoders (test_gif_webp_decoder.cpp): a bare signature is corrupt
+  // (kInvalidArgument), or refused by a build without giflib / libwebp (kUnsupported).
+  for (const std::vector<uint8_t>& sig :
+       {std::vector<uint8_t>{'G', 'I', 'F', '8', '9', 'a'},
+        std::vector<uint8_t>{'R', 'I', 'F', 'F', 0, 0, 0, 0, 'W', 'E', 'B', 'P'}}) {
+    Result<RgbImage> r = decode_image(sig, 1 << 20);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK_THAT(r.status().message(),
+               Catch::StartsWith(sig[0] == 'G' ? "image: GIF: " : "image: WebP: "));
+  }
+  expect({'G', 'I', 'F', '8', '8', 'a'}, ErrorCode::kInvalidArgument, "unknown format");
 }
 
 }  // namespace
