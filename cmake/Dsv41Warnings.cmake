@@ -16,6 +16,13 @@ if(DSV41_SANITIZE)
   add_compile_options(-fsanitize=${_san} -fno-omit-frame-pointer)
   add_link_options(-fsanitize=${_san})
 endif()
+# libFuzzer steers by the coverage of the code under test: every library gets the coverage
+# instrumentation (the fuzz targets add -fsanitize=fuzzer for libFuzzer's main). Without it only
+# the fuzz target's own file was instrumented and the runs were blind mutation (the image
+# decoder fuzzer saw 40 edges in 13.8 M runs).
+if(DSV41_BUILD_FUZZERS)
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link>)
+endif()
 
 # The CPU backend is the executable spec: its fp32 loops round every product and every sum (no
 # FMA contraction), which the CUDA kernels reproduce with __fmul_rn / __fadd_rn and the kernel
