@@ -41,6 +41,30 @@ class BindingTest(unittest.TestCase):
         self.assertEqual(events[-1].finish_reason, "length")
         self.assertEqual(events[-1].completion_tokens, 12)
 
+    def test_logprobs_are_the_log_softmax_of_the_session_logits(self):
+        prompt = self.prompt1["ids"]
+        with dsv41.Engine(self.model) as engine:
+            events = [e for e in engine.generate(prompt, max_tokens=4, temperature=0.0,
+                                                 ignore_eos=True, top_logprobs=3)
+                      if not e.finished]
+            plain = [e for e in engine.generate(prompt, max_tokens=1, temperature=0.0,
+                                                ignore_eos=True)]
+        self.assertIsNone(plain[0].logprob)
+        s = dsv41.Session(self.model)
+        logits = s.append(prompt)
+        for e in events:
+            m = max(logits)
+            lse = m + math.log(sum(math.exp(x - m) for x in logits))
+            self.assertAlmostEqual(e.logprob, logits[e.token] - lse, places=4)
+            self.assertEqual(len(e.top_logprobs), 3)
+            self.assertEqual(e.top_logprobs[0][0], e.token)  # greedy
+            self.assertAlmostEqual(e.top_logprobs[0][1], e.logprob, places=6)
+            logits = s.append([e.token])
+        with dsv41.Engine(self.model) as engine:
+            with self.assertRaises(dsv41.Dsv41Error) as cm:
+                list(engine.generate(prompt, max_tokens=1, top_logprobs=21))
+        self.assertIn("top_logprobs = 21", str(cm.exception))
+
     def test_speculative_engine_gives_the_same_tokens(self):
         prompt = self.prompt1["ids"] * 2
         runs = []
@@ -220,6 +244,29 @@ class ImageBindingTest(unittest.TestCase):
             self.assertEqual(s.position, 19)
             out.append(logits)
         self.assertEqual(out[0], out[1])
+
+    def test_engine_request_with_an_image_decodes_as_a_session(self):
+        img = self.model.encode_image_file(rgb_png(20, 14))
+        image_id = 599  # the synthetic checkpoint's image_token_id
+        prompt = [0, 5] + [image_id] * img.positions + [7]
+        s = dsv41.Session(self.model)
+        s.append([0, 5])
+        s.append_image(img)
+        logits = s.append([7])
+        want = []
+        for _ in range(4):
+            want.append(max(range(len(logits)), key=logits.__getitem__))
+            logits = s.append([want[-1]])
+        with dsv41.Engine(self.model) as engine:
+            got = [e.token for e in engine.generate(prompt, max_tokens=4, temperature=0.0,
+                                                    ignore_eos=True, images=[(2, img)])
+                   if not e.finished]
+            self.assertEqual(got, want)
+            with self.assertRaises(dsv41.Dsv41Error) as cm:  # the span is not at offset 0
+                list(engine.generate(prompt, max_tokens=1, images=[(0, img)]))
+            self.assertIn("GenerationRequest.images[0]", str(cm.exception))
+            with self.assertRaises(ValueError):
+                list(engine.generate(prompt, max_tokens=1, images=[img]))
 
     def test_bad_images_are_refused_by_name(self):
         with self.assertRaises(dsv41.Dsv41Error) as ctx:

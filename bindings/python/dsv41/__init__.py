@@ -18,7 +18,7 @@ import itertools
 import os
 import queue
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence
 
 from . import _ffi
@@ -246,6 +246,10 @@ class Event:
     prompt_tokens: int
     cached_tokens: int
     completion_tokens: int
+    # Requests with top_logprobs >= 0: the token's log-probability (the model's raw
+    # distribution) and the most likely tokens at its position as (token, logprob), descending.
+    logprob: Optional[float] = None
+    top_logprobs: list = field(default_factory=list)
 
 
 # One ctypes callback for every engine of the process, never freed: a request's callback may run
@@ -278,9 +282,12 @@ def _dispatch(ev_ptr, user_data) -> None:
         try:
             text = ctypes.string_at(ev.text, ev.text_len).decode("utf-8", "replace")
             err = ev.error_message.decode("utf-8", "replace") if ev.error_message else ""
+            logprob = ev.logprob if ev.has_logprob else None
+            top = [(ev.top_logprob_tokens[i], ev.top_logprobs[i])
+                   for i in range(ev.n_top_logprobs)] if ev.has_logprob else []
             item = (Event(ev.request_id, finished, ev.token, text,
                           {1: "stop", 2: "length"}.get(ev.finish_reason, ""), ev.prompt_tokens,
-                          ev.cached_tokens, ev.completion_tokens), ev.status, err)
+                          ev.cached_tokens, ev.completion_tokens, logprob, top), ev.status, err)
         except Exception as e:  # noqa: BLE001 - reported through the event instead
             finished = True
             item = (Event(ev.request_id, True, -1, "", "", 0, 0, 0), 11,
@@ -351,10 +358,16 @@ class Engine:
     def generate(self, prompt: Sequence[int], max_tokens: int = -1, temperature: float = 1.0,
                  top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0,
                  seed: Optional[int] = None, stop: Sequence[str] = (),
-                 stop_token_ids: Sequence[int] = (), ignore_eos: bool = False) -> Iterator[Event]:
+                 stop_token_ids: Sequence[int] = (), ignore_eos: bool = False,
+                 top_logprobs: int = -1,
+                 images: Sequence[tuple] = ()) -> Iterator[Event]:
         """Submits one request and yields its events; the last has finished=True. A failed
         request raises Dsv41Error after its partial events. Leaving the loop early (break, an
-        exception, the generator collected) cancels the request."""
+        exception, the generator collected) cancels the request.
+
+        top_logprobs >= 0 (at most 20): token events carry `logprob` and that many
+        `top_logprobs`. images: (offset, Image) pairs, each image's span filling the prompt's
+        image tokens from offset (Model.encode_image); the engine keeps its own reference."""
         if not self._handle:
             raise Dsv41Error(1, "generate: the engine is closed")
         lib = _ffi.lib()
@@ -371,10 +384,23 @@ class Engine:
         st.stop_token_ids, st.n_stop_token_ids = ids_arr, len(stop_token_ids)
         st.max_tokens, st.ignore_eos = _int("max_tokens", max_tokens), int(ignore_eos)
         prompt_arr = _i32_array("prompt", prompt)
+        opts = lib.dsv41_request_default_options()
+        opts.top_logprobs = _int("top_logprobs", top_logprobs, ctypes.c_int32)
+        for i, pair in enumerate(images):
+            if (not isinstance(pair, tuple) or len(pair) != 2
+                    or not isinstance(pair[1], Image) or not pair[1]._handle):
+                raise ValueError(f"images[{i}] must be an (offset, open Image) pair")
+        image_arr = (ctypes.c_void_p * len(images))(*[img._handle.value for _, img in images])
+        offset_arr = (ctypes.c_int64 * len(images))(
+            *[_int(f"images[{i}] offset", off) for i, (off, _) in enumerate(images)])
+        opts.images = ctypes.cast(image_arr, ctypes.POINTER(ctypes.c_void_p))
+        opts.image_offsets = ctypes.cast(offset_arr, ctypes.POINTER(ctypes.c_int64))
+        opts.n_images = len(images)
         rid = ctypes.c_uint64()
-        _check(lib.dsv41_engine_submit(self._handle, prompt_arr, len(prompt), ctypes.byref(sp),
-                                       ctypes.byref(st), _DISPATCH, ctypes.c_void_p(self._key),
-                                       ctypes.byref(rid)))
+        _check(lib.dsv41_engine_submit_with(self._handle, prompt_arr, len(prompt),
+                                            ctypes.byref(sp), ctypes.byref(st), ctypes.byref(opts),
+                                            _DISPATCH, ctypes.c_void_p(self._key),
+                                            ctypes.byref(rid)))
         routes, request = self._routes, rid.value
         events = routes.queue_of(request)
         finished = False

@@ -62,7 +62,16 @@ class EventStruct(ctypes.Structure):
                 ("text", ctypes.c_void_p), ("text_len", ctypes.c_size_t),
                 ("finish_reason", ctypes.c_int), ("status", ctypes.c_int),
                 ("error_message", ctypes.c_char_p), ("prompt_tokens", ctypes.c_int64),
-                ("cached_tokens", ctypes.c_int64), ("completion_tokens", ctypes.c_int64)]
+                ("cached_tokens", ctypes.c_int64), ("completion_tokens", ctypes.c_int64),
+                ("has_logprob", ctypes.c_int), ("logprob", ctypes.c_float),
+                ("top_logprob_tokens", ctypes.POINTER(ctypes.c_int32)),
+                ("top_logprobs", ctypes.POINTER(ctypes.c_float)),
+                ("n_top_logprobs", ctypes.c_size_t)]
+
+
+class RequestOptions(ctypes.Structure):
+    _fields_ = [("top_logprobs", ctypes.c_int32), ("images", ctypes.POINTER(ctypes.c_void_p)),
+                ("image_offsets", ctypes.POINTER(ctypes.c_int64)), ("n_images", ctypes.c_size_t)]
 
 
 EVENT_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.POINTER(EventStruct), ctypes.c_void_p)
@@ -122,6 +131,10 @@ def lib():
         "dsv41_engine_free": (None, [vp]),
         "dsv41_engine_submit": (ctypes.c_int, [vp, P(i32), sz, P(SamplerParams), P(StopParams),
                                                EVENT_CALLBACK, vp, P(ctypes.c_uint64)]),
+        "dsv41_request_default_options": (RequestOptions, []),
+        "dsv41_engine_submit_with": (ctypes.c_int, [vp, P(i32), sz, P(SamplerParams),
+                                                    P(StopParams), P(RequestOptions),
+                                                    EVENT_CALLBACK, vp, P(ctypes.c_uint64)]),
         "dsv41_engine_cancel": (ctypes.c_int, [vp, ctypes.c_uint64]),
         "dsv41_sampler_create": (ctypes.c_int, [P(SamplerParams), i64, P(vp)]),
         "dsv41_sampler_free": (None, [vp]),

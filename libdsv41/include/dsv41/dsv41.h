@@ -1,11 +1,12 @@
 /* dsv41.h: the C ABI of libdsv41, a thin shim over the C++ API (model.hpp, session.hpp,
  * engine.hpp): one function per C++ call it exposes (not exposed: ModelInfo beyond vocabulary
- * and special tokens, Engine::stats, the Sampler class on its own). Handles are opaque. Ownership: every *_load / *_create that succeeds gives the
- * caller a handle it must release with the matching *_free (NULL is accepted); strings and arrays
- * passed in are copied before the call returns; strings passed to callbacks are valid only during
- * the callback. Errors: every fallible call returns a dsv41_status; on failure
- * dsv41_last_error_message() (thread-local, valid until the next failing call on that thread)
- * says what was wrong, naming the offending field. No call ever aborts the process. */
+ * and special tokens, Engine::stats, the Sampler class on its own). Handles are opaque. Ownership:
+ * every *_load / *_create that succeeds gives the caller a handle it must release with the matching
+ * *_free (NULL is accepted); strings and arrays passed in are copied before the call returns;
+ * strings passed to callbacks are valid only during the callback. Errors: every fallible call
+ * returns a dsv41_status; on failure dsv41_last_error_message() (thread-local, valid until the next
+ * failing call on that thread) says what was wrong, naming the offending field. No call ever aborts
+ * the process. */
 #ifndef DSV41_H
 #define DSV41_H
 
@@ -30,13 +31,13 @@ typedef enum dsv41_status {
   DSV41_ERR_CORRUPT_FILE = 3,
   DSV41_ERR_UNSUPPORTED = 4,
   DSV41_ERR_IO = 5,
-  DSV41_ERR_OUT_OF_MEMORY = 6,     /* includes an exhausted KV budget or request queue */
+  DSV41_ERR_OUT_OF_MEMORY = 6, /* includes an exhausted KV budget or request queue */
   DSV41_ERR_CONTEXT_OVERFLOW = 7,
   DSV41_ERR_CANCELLED = 8,
   DSV41_ERR_ABORTED = 9,
   DSV41_ERR_TIMEOUT = 10,
   DSV41_ERR_INTERNAL = 11,
-  DSV41_ERR_BUFFER_TOO_SMALL = 12  /* output did not fit: *n_out holds the size needed */
+  DSV41_ERR_BUFFER_TOO_SMALL = 12 /* output did not fit: *n_out holds the size needed */
 } dsv41_status;
 
 DSV41_CAPI const char* dsv41_status_name(dsv41_status status);
@@ -132,9 +133,9 @@ DSV41_CAPI int64_t dsv41_image_positions(const dsv41_image* image);
 /* Appends the image span to the session (every position carries the image token id); logits,
  * buffer rule and what a failure leaves as dsv41_session_append. DSV41_ERR_UNSUPPORTED on a
  * backend that cannot take image embeddings (nothing committed). */
-DSV41_CAPI dsv41_status dsv41_session_append_image(dsv41_session* session,
-                                                   const dsv41_image* image, int all_logits,
-                                                   float* logits, size_t capacity, size_t* n_out);
+DSV41_CAPI dsv41_status dsv41_session_append_image(dsv41_session* session, const dsv41_image* image,
+                                                   int all_logits, float* logits, size_t capacity,
+                                                   size_t* n_out);
 
 /* ---- engine: scheduled, streaming generation ------------------------------------------- */
 typedef struct dsv41_engine dsv41_engine;
@@ -153,10 +154,10 @@ typedef struct dsv41_engine_params {
 } dsv41_engine_params;
 
 typedef struct dsv41_sampler_params {
-  float temperature; /* default 1.0; 0 = greedy */
-  int32_t top_k;     /* 0 = off */
-  float top_p;       /* 1 = off */
-  float min_p;       /* 0 = off */
+  float temperature;                                             /* default 1.0; 0 = greedy */
+  int32_t top_k;                                                 /* 0 = off */
+  float top_p;                                                   /* 1 = off */
+  float min_p;                                                   /* 0 = off */
   float repetition_penalty, presence_penalty, frequency_penalty; /* 1, 0, 0 = off */
   int has_seed;
   int64_t seed;
@@ -185,14 +186,34 @@ typedef enum dsv41_finish_reason {
 typedef struct dsv41_event {
   uint64_t request_id;
   dsv41_event_kind kind;
-  int32_t token;      /* TOKEN: the sampled id */
-  const char* text;   /* newly releasable UTF-8 text (not NUL-terminated), text_len bytes */
+  int32_t token;    /* TOKEN: the sampled id */
+  const char* text; /* newly releasable UTF-8 text (not NUL-terminated), text_len bytes */
   size_t text_len;
   dsv41_finish_reason finish_reason; /* FINISHED */
   dsv41_status status;               /* FINISHED: DSV41_OK, DSV41_ERR_CANCELLED, ... */
   const char* error_message;         /* FINISHED with status != OK, NUL-terminated */
   int64_t prompt_tokens, cached_tokens, completion_tokens;
+  /* TOKEN of a request with top_logprobs >= 0 (dsv41_request_options): the token's
+   * log-probability under the model's raw distribution, and the n_top_logprobs most likely
+   * tokens (descending) with theirs; the arrays are valid during the callback only. */
+  int has_logprob;
+  float logprob;
+  const int32_t* top_logprob_tokens;
+  const float* top_logprobs;
+  size_t n_top_logprobs;
 } dsv41_event;
+
+/* What a request takes beyond its sampling and stop rules (GenerationRequest). */
+typedef struct dsv41_request_options {
+  int32_t top_logprobs; /* -1 (default): no log-probabilities; 0..20: see dsv41_event */
+  /* n_images encoded images (dsv41_model_encode_image*) and where each one's span starts in
+   * the prompt: prompt[image_offsets[i] .. + dsv41_image_positions(images[i])) must all be the
+   * model's image token. The engine keeps its own reference: the images may be freed once
+   * dsv41_engine_submit_with returns. */
+  const dsv41_image* const* images;
+  const int64_t* image_offsets;
+  size_t n_images;
+} dsv41_request_options;
 
 /* Runs on the engine's scheduler thread, one event at a time; must not block. It may call
  * dsv41_engine_submit / dsv41_engine_cancel, and dsv41_engine_free (which then returns at once:
@@ -204,8 +225,7 @@ DSV41_CAPI dsv41_engine_params dsv41_engine_default_params(void);
 DSV41_CAPI dsv41_sampler_params dsv41_sampler_default_params(void);
 DSV41_CAPI dsv41_stop_params dsv41_stop_default_params(void);
 DSV41_CAPI dsv41_status dsv41_engine_create(const dsv41_model* model,
-                                            const dsv41_engine_params* params,
-                                            dsv41_engine** out);
+                                            const dsv41_engine_params* params, dsv41_engine** out);
 /* Cancels every request (each gets its FINISHED event with DSV41_ERR_ABORTED), joins, frees.
  * From a callback: does not join (see dsv41_event_callback). */
 DSV41_CAPI void dsv41_engine_free(dsv41_engine* engine);
@@ -215,14 +235,23 @@ DSV41_CAPI dsv41_status dsv41_engine_submit(dsv41_engine* engine, const int32_t*
                                             const dsv41_stop_params* stop,
                                             dsv41_event_callback callback, void* user_data,
                                             uint64_t* request_id_out);
+/* dsv41_engine_submit with options (NULL = dsv41_request_default_options()). Errors name the
+ * field: options->images[i] NULL, an image out of place, top_logprobs out of range. */
+DSV41_CAPI dsv41_request_options dsv41_request_default_options(void);
+DSV41_CAPI dsv41_status dsv41_engine_submit_with(dsv41_engine* engine, const int32_t* prompt,
+                                                 size_t n, const dsv41_sampler_params* sampler,
+                                                 const dsv41_stop_params* stop,
+                                                 const dsv41_request_options* options,
+                                                 dsv41_event_callback callback, void* user_data,
+                                                 uint64_t* request_id_out);
 DSV41_CAPI dsv41_status dsv41_engine_cancel(dsv41_engine* engine, uint64_t request_id);
 
 /* ---- sampler: the sampling chain of one sequence (dsv41/sampler.hpp) -------------------- */
 typedef struct dsv41_sampler dsv41_sampler;
 
 /* NULL params = defaults. Errors name the field (DSV41_ERR_INVALID_ARGUMENT). */
-DSV41_CAPI dsv41_status dsv41_sampler_create(const dsv41_sampler_params* params,
-                                             int64_t vocab_size, dsv41_sampler** out);
+DSV41_CAPI dsv41_status dsv41_sampler_create(const dsv41_sampler_params* params, int64_t vocab_size,
+                                             dsv41_sampler** out);
 DSV41_CAPI void dsv41_sampler_free(dsv41_sampler* sampler);
 /* Draws a token from one position's logits (n == vocab_size); does not record it. */
 DSV41_CAPI dsv41_status dsv41_sampler_sample(dsv41_sampler* sampler, const float* logits, size_t n,
@@ -234,14 +263,14 @@ DSV41_CAPI dsv41_status dsv41_sampler_accept(dsv41_sampler* sampler, int32_t tok
 typedef struct dsv41_speculative dsv41_speculative;
 
 typedef struct dsv41_speculative_params {
-  int32_t max_draft_tokens; /* default 5; 1..15 */
-  int32_t dspark;           /* 0: prompt lookup (the n-gram fields); 1: DSpark (model loaded
-                               with dspark; the block of dspark_block_size drafts) */
+  int32_t max_draft_tokens;   /* default 5; 1..15 */
+  int32_t dspark;             /* 0: prompt lookup (the n-gram fields); 1: DSpark (model loaded
+                                 with dspark; the block of dspark_block_size drafts) */
   float confidence_threshold; /* DSpark: cut drafts whose survival falls below this; 0 = none */
-  int32_t min_ngram;        /* default 2 */
-  int32_t max_ngram;        /* default 4; min_ngram..64 */
-  int64_t lookback;         /* default 0 = the whole context */
-  int has_seed;             /* acceptance draws of sampling samplers */
+  int32_t min_ngram;          /* default 2 */
+  int32_t max_ngram;          /* default 4; min_ngram..64 */
+  int64_t lookback;           /* default 0 = the whole context */
+  int has_seed;               /* acceptance draws of sampling samplers */
   int64_t seed;
 } dsv41_speculative_params;
 
@@ -262,9 +291,8 @@ DSV41_CAPI void dsv41_speculative_free(dsv41_speculative* spec);
  * max_tokens >= 1 caps the round. */
 DSV41_CAPI dsv41_status dsv41_speculative_step(dsv41_speculative* spec, dsv41_session* session,
                                                dsv41_sampler* sampler, int32_t next,
-                                               int64_t max_tokens, int32_t* tokens,
-                                               size_t capacity, size_t* n_out,
-                                               int32_t* accepted_out);
+                                               int64_t max_tokens, int32_t* tokens, size_t capacity,
+                                               size_t* n_out, int32_t* accepted_out);
 DSV41_CAPI dsv41_status dsv41_speculative_get_stats(const dsv41_speculative* spec,
                                                     dsv41_speculative_stats* out);
 

@@ -244,10 +244,26 @@ dsv41_status dsv41_engine_create(const dsv41_model* model, const dsv41_engine_pa
 
 void dsv41_engine_free(dsv41_engine* engine) { delete engine; }
 
+dsv41_request_options dsv41_request_default_options(void) {
+  dsv41_request_options o{};
+  o.top_logprobs = dsv41::GenerationRequest{}.top_logprobs;
+  return o;
+}
+
 dsv41_status dsv41_engine_submit(dsv41_engine* engine, const int32_t* prompt, size_t n,
                                  const dsv41_sampler_params* sampler, const dsv41_stop_params* stop,
                                  dsv41_event_callback callback, void* user_data,
                                  uint64_t* request_id_out) {
+  return dsv41_engine_submit_with(engine, prompt, n, sampler, stop, nullptr, callback, user_data,
+                                  request_id_out);
+}
+
+dsv41_status dsv41_engine_submit_with(dsv41_engine* engine, const int32_t* prompt, size_t n,
+                                      const dsv41_sampler_params* sampler,
+                                      const dsv41_stop_params* stop,
+                                      const dsv41_request_options* options,
+                                      dsv41_event_callback callback, void* user_data,
+                                      uint64_t* request_id_out) {
   if (engine == nullptr) return invalid("dsv41_engine_submit: engine is NULL");
   if (callback == nullptr) return invalid("dsv41_engine_submit: callback is NULL");
   if (prompt == nullptr && n > 0) return invalid("dsv41_engine_submit: prompt is NULL with n > 0");
@@ -275,11 +291,29 @@ dsv41_status dsv41_engine_submit(dsv41_engine* engine, const int32_t* prompt, si
       return invalid(
           "dsv41_engine_submit: sampler->logit_bias_values is NULL with n_logit_bias > 0");
   }
+  if (options != nullptr) {
+    if (options->n_images > kMaxCount)
+      return invalid("dsv41_engine_submit: options->n_images is too large");
+    if (options->n_images > 0 && (options->images == nullptr || options->image_offsets == nullptr))
+      return invalid(
+          "dsv41_engine_submit: options->images or options->image_offsets is NULL with "
+          "n_images > 0");
+    for (size_t i = 0; i < options->n_images; ++i)
+      if (options->images[i] == nullptr)
+        return guarded([&] {
+          return invalid("dsv41_engine_submit: options->images[" + std::to_string(i) + "] is NULL");
+        });
+  }
   return guarded([&] {
     dsv41::GenerationRequest req;
     req.prompt.assign(prompt, prompt + n);
     req.sampling = sampler_from_c(sampler);
     req.stop = stop_from_c(stop);
+    if (options != nullptr) {
+      req.top_logprobs = options->top_logprobs;
+      for (size_t i = 0; i < options->n_images; ++i)
+        req.images.push_back({options->image_offsets[i], options->images[i]->image});
+    }
     auto cb = [callback, user_data](const dsv41::GenerationEvent& ev) {
       dsv41_event c{};
       c.request_id = ev.id;
@@ -296,6 +330,19 @@ dsv41_status dsv41_engine_submit(dsv41_engine* engine, const int32_t* prompt, si
       c.prompt_tokens = ev.prompt_tokens;
       c.cached_tokens = ev.cached_tokens;
       c.completion_tokens = ev.completion_tokens;
+      std::vector<int32_t> top_tokens;
+      std::vector<float> top_values;
+      if (ev.logprob) {
+        c.has_logprob = 1;
+        c.logprob = ev.logprob->logprob;
+        for (const dsv41::TokenLogprob& t : ev.top_logprobs) {
+          top_tokens.push_back(t.token);
+          top_values.push_back(t.logprob);
+        }
+        c.top_logprob_tokens = top_tokens.data();
+        c.top_logprobs = top_values.data();
+        c.n_top_logprobs = top_tokens.size();
+      }
       callback(&c, user_data);
     };
     auto id = engine->engine.submit(std::move(req), cb);

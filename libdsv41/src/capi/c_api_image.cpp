@@ -16,7 +16,7 @@ dsv41_status dsv41_model_encode_image(const dsv41_model* model, const uint8_t* r
   return guarded([&] {
     auto r = model->model.encode_image({width, height, std::span<const uint8_t>(rgb, rgb_len)});
     if (!r.is_ok()) return fail(r.status());
-    *out = new dsv41_image{std::move(r).value()};
+    *out = new dsv41_image{std::make_shared<const dsv41::ImageEmbedding>(std::move(r).value())};
     return DSV41_OK;
   });
 }
@@ -35,7 +35,7 @@ dsv41_status dsv41_model_encode_image_file(const dsv41_model* model, const uint8
     if (!decoded.is_ok()) return fail(decoded.status());
     auto r = model->model.encode_image(decoded->pixels());
     if (!r.is_ok()) return fail(r.status());
-    *out = new dsv41_image{std::move(r).value()};
+    *out = new dsv41_image{std::make_shared<const dsv41::ImageEmbedding>(std::move(r).value())};
     return DSV41_OK;
   });
 }
@@ -43,7 +43,7 @@ dsv41_status dsv41_model_encode_image_file(const dsv41_model* model, const uint8
 void dsv41_image_free(dsv41_image* image) { delete image; }
 
 int64_t dsv41_image_positions(const dsv41_image* image) {
-  return image ? image->image.positions() : -1;
+  return image ? image->image->positions() : -1;
 }
 
 dsv41_status dsv41_session_append_image(dsv41_session* session, const dsv41_image* image,
@@ -55,7 +55,7 @@ dsv41_status dsv41_session_append_image(dsv41_session* session, const dsv41_imag
   if (logits == nullptr && capacity > 0)
     return invalid("dsv41_session_append_image: logits is NULL with capacity > 0");
   return guarded([&] {
-    auto r = session->session.append_image(image->image, all_logits != 0);
+    auto r = session->session.append_image(*image->image, all_logits != 0);
     if (!r.is_ok()) return fail(r.status());
     return write_floats("dsv41_session_append_image", *r, logits, capacity, n_out);
   });

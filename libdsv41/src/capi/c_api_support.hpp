@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,7 +19,8 @@ struct dsv41_model {
   dsv41::Model model;
 };
 struct dsv41_image {
-  dsv41::ImageEmbedding image;
+  // Shared: a submitted request keeps the embedding after the caller frees the handle.
+  std::shared_ptr<const dsv41::ImageEmbedding> image;
 };
 struct dsv41_session {
   dsv41::Session session;

@@ -1,6 +1,12 @@
 // The image calls of the C ABI (dsv41.h "images") on the tiny vision fixture: the same logits as
-// the C++ API, the buffer rule, and every NULL / bad-input path named.
+// the C++ API, the buffer rule, and every NULL / bad-input path named; an engine request with an
+// image and log-probabilities (dsv41_engine_submit_with) against a session's greedy loop.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -89,6 +95,124 @@ TEST_CASE("C ABI: encode an image and append it to a session", "[golden][vision]
   dsv41_session_free(s);
   dsv41_image_free(image);
   dsv41_image_free(nullptr);
+  dsv41_model_free(model);
+}
+
+struct EngineEvents {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int32_t> tokens;
+  std::vector<float> logprobs;
+  std::vector<std::vector<int32_t>> top_tokens;
+  bool all_had_logprob = true;
+  bool finished = false;
+  dsv41_status status = DSV41_OK;
+};
+
+void on_engine_event(const dsv41_event* ev, void* user) {
+  auto* e = static_cast<EngineEvents*>(user);
+  std::lock_guard<std::mutex> lock(e->mu);
+  if (ev->kind == DSV41_EVENT_TOKEN) {
+    e->tokens.push_back(ev->token);
+    e->all_had_logprob &= ev->has_logprob != 0;
+    e->logprobs.push_back(ev->logprob);
+    e->top_tokens.emplace_back(ev->top_logprob_tokens, ev->top_logprob_tokens + ev->n_top_logprobs);
+  } else {
+    e->finished = true;
+    e->status = ev->status;
+  }
+  e->cv.notify_all();
+}
+
+TEST_CASE("C ABI: an engine request with an image and log-probabilities", "[golden][vision]") {
+  dsv41_model* model = load(make_tiny8_vision());
+  const std::vector<uint8_t> rgb = random_rgb(20, 14);
+  dsv41_image* image = nullptr;
+  REQUIRE(dsv41_model_encode_image(model, rgb.data(), rgb.size(), 20, 14, &image) == DSV41_OK);
+  std::vector<int32_t> prompt = {0, 5, 6};
+  prompt.insert(prompt.end(), 17, 599);  // tiny8's image_token_id, the 17-position span
+  prompt.insert(prompt.end(), {7, 8});
+
+  // Reference: a session's greedy loop over the same prompt, log-softmax in double.
+  dsv41_session_params sp = dsv41_session_default_params();
+  dsv41_session* s = nullptr;
+  REQUIRE(dsv41_session_create(model, &sp, &s) == DSV41_OK);
+  std::vector<float> logits(600);
+  size_t n = 0;
+  REQUIRE(dsv41_session_append(s, prompt.data(), 3, 0, logits.data(), 600, &n) == DSV41_OK);
+  REQUIRE(dsv41_session_append_image(s, image, 0, logits.data(), 600, &n) == DSV41_OK);
+  REQUIRE(dsv41_session_append(s, prompt.data() + 20, 2, 0, logits.data(), 600, &n) == DSV41_OK);
+  std::vector<int32_t> want;
+  std::vector<double> want_logprob;
+  for (int i = 0; i < 5; ++i) {
+    const auto best = std::max_element(logits.begin(), logits.end()) - logits.begin();
+    double sum = 0;
+    for (float x : logits) sum += std::exp(static_cast<double>(x) - logits[best]);
+    want.push_back(static_cast<int32_t>(best));
+    want_logprob.push_back(-std::log(sum));
+    REQUIRE(dsv41_session_append(s, &want.back(), 1, 0, logits.data(), 600, &n) == DSV41_OK);
+  }
+  dsv41_session_free(s);
+
+  dsv41_engine* engine = nullptr;
+  REQUIRE(dsv41_engine_create(model, nullptr, &engine) == DSV41_OK);
+  dsv41_sampler_params greedy = dsv41_sampler_default_params();
+  greedy.temperature = 0.0f;
+  dsv41_stop_params stop = dsv41_stop_default_params();
+  stop.max_tokens = 5;
+  stop.ignore_eos = 1;
+  dsv41_request_options opts = dsv41_request_default_options();
+  CHECK(opts.top_logprobs == -1);
+  opts.top_logprobs = 2;
+  const dsv41_image* images[1] = {image};
+  const int64_t offsets[1] = {3};
+  opts.images = images;
+  opts.image_offsets = offsets;
+  opts.n_images = 1;
+  EngineEvents ev;
+  REQUIRE(dsv41_engine_submit_with(engine, prompt.data(), prompt.size(), &greedy, &stop, &opts,
+                                   on_engine_event, &ev, nullptr) == DSV41_OK);
+  dsv41_image_free(image);  // the engine holds its own reference
+  {
+    std::unique_lock<std::mutex> lock(ev.mu);
+    REQUIRE(ev.cv.wait_for(lock, std::chrono::seconds(60), [&] { return ev.finished; }));
+  }
+  REQUIRE(ev.status == DSV41_OK);
+  CHECK(ev.tokens == want);
+  CHECK(ev.all_had_logprob);
+  for (size_t i = 0; i < want.size(); ++i) {
+    INFO("token " << i);
+    CHECK(ev.logprobs[i] == Approx(want_logprob[i]).margin(1e-5));
+    REQUIRE(ev.top_tokens[i].size() == 2);
+    CHECK(ev.top_tokens[i][0] == want[i]);
+  }
+
+  // Bad options, each named; nothing is submitted.
+  dsv41_image* again = nullptr;
+  REQUIRE(dsv41_model_encode_image(model, rgb.data(), rgb.size(), 20, 14, &again) == DSV41_OK);
+  const dsv41_image* null_image[1] = {nullptr};
+  opts.images = null_image;
+  require_status(dsv41_engine_submit_with(engine, prompt.data(), prompt.size(), &greedy, &stop,
+                                          &opts, on_engine_event, &ev, nullptr),
+                 DSV41_ERR_INVALID_ARGUMENT, "options->images[0] is NULL");
+  opts.images = nullptr;
+  require_status(dsv41_engine_submit_with(engine, prompt.data(), prompt.size(), &greedy, &stop,
+                                          &opts, on_engine_event, &ev, nullptr),
+                 DSV41_ERR_INVALID_ARGUMENT, "options->images or options->image_offsets is NULL");
+  const dsv41_image* again_list[1] = {again};
+  const int64_t misplaced[1] = {0};
+  opts.images = again_list;
+  opts.image_offsets = misplaced;
+  require_status(dsv41_engine_submit_with(engine, prompt.data(), prompt.size(), &greedy, &stop,
+                                          &opts, on_engine_event, &ev, nullptr),
+                 DSV41_ERR_INVALID_ARGUMENT, "GenerationRequest.images[0]");
+  opts.image_offsets = offsets;
+  opts.top_logprobs = 21;
+  require_status(dsv41_engine_submit_with(engine, prompt.data(), prompt.size(), &greedy, &stop,
+                                          &opts, on_engine_event, &ev, nullptr),
+                 DSV41_ERR_INVALID_ARGUMENT, "GenerationRequest.top_logprobs = 21");
+  dsv41_image_free(again);
+  dsv41_engine_free(engine);
   dsv41_model_free(model);
 }
 
