@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <ctime>
 #include <random>
 
@@ -43,12 +44,18 @@ Status fit_context(std::string_view prompt_field, int64_t prompt_tokens,
     stop.max_tokens = *requested;
   } else if (clamp) {
     stop.max_tokens = room;
+    stop.min_tokens = std::min(stop.min_tokens, room);  // shrunk with the room it needs
   } else {
     return Status(ErrorCode::kContextOverflow,
                   fmt::format("max_tokens: the prompt has {} tokens and max_tokens is {}; "
                               "together they exceed the maximum context of {} tokens",
                               prompt_tokens, *requested, max_context));
   }
+  // E.g. /v1/completions' default max_tokens of 16 under a larger min_tokens.
+  if (stop.max_tokens != kNoTokenLimit && stop.min_tokens > stop.max_tokens)
+    return Status(
+        ErrorCode::kInvalidArgument,
+        fmt::format("min_tokens: {} must be <= max_tokens ({})", stop.min_tokens, stop.max_tokens));
   return Status::ok();
 }
 

@@ -25,8 +25,9 @@ simdjson::dom::element parse_body(simdjson::dom::parser& parser, const std::stri
 std::optional<HttpResponse> check_model(const Api& api, const GenerationFields& fields);
 
 // Sets request.stop.max_tokens: `requested` (or no limit) when prompt + requested fits
-// max_context; else shrunk to the room left when clamping, else kContextOverflow naming both
-// numbers. A prompt that alone fills the context is always kContextOverflow.
+// max_context; else shrunk to the room left when clamping (min_tokens with it), else
+// kContextOverflow naming both numbers. A prompt that alone fills the context is always
+// kContextOverflow; min_tokens above the resulting max_tokens is kInvalidArgument naming it.
 Status fit_context(std::string_view prompt_field, int64_t prompt_tokens,
                    std::optional<int64_t> requested, int64_t max_context, bool clamp,
                    StopParams& stop);

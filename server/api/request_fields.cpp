@@ -144,8 +144,11 @@ GenerationFields parse_generation_fields(element root, Endpoint endpoint, int64_
     }
   }
   if (auto v = field(root, "min_tokens")) {
-    DSV41_CHECK(integer(*v, "min_tokens") == 0, kInvalidArgument,
-                "min_tokens: not supported (only 0)");
+    g.stop.min_tokens = integer(*v, "min_tokens");
+    DSV41_CHECK(g.stop.min_tokens >= 0, kInvalidArgument, "min_tokens: {} must be >= 0",
+                g.stop.min_tokens);
+    DSV41_CHECK(!g.max_tokens || g.stop.min_tokens <= *g.max_tokens, kInvalidArgument,
+                "min_tokens: {} must be <= max_tokens ({})", g.stop.min_tokens, *g.max_tokens);
   }
   if (auto v = field(root, "stream")) g.stream = boolean(*v, "stream");
   if (auto v = field(root, "stream_options")) {

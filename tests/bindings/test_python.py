@@ -65,6 +65,24 @@ class BindingTest(unittest.TestCase):
                 list(engine.generate(prompt, max_tokens=1, top_logprobs=21))
         self.assertIn("top_logprobs = 21", str(cm.exception))
 
+    def test_min_tokens_keeps_stop_tokens_out_until_then(self):
+        first = self.golden["greedy"]["tokens"][0]
+        with dsv41.Engine(self.model) as engine:
+            plain = [e.token for e in engine.generate(self.prompt1["ids"], max_tokens=8,
+                                                      temperature=0.0, ignore_eos=True,
+                                                      stop_token_ids=[first])
+                     if not e.finished]
+            held = [e.token for e in engine.generate(self.prompt1["ids"], max_tokens=8,
+                                                     temperature=0.0, ignore_eos=True,
+                                                     stop_token_ids=[first], min_tokens=3)
+                    if not e.finished]
+            with self.assertRaises(dsv41.Dsv41Error) as cm:
+                list(engine.generate(self.prompt1["ids"], max_tokens=2, min_tokens=3))
+        self.assertEqual(plain, [first])
+        self.assertGreaterEqual(len(held), 3)
+        self.assertNotIn(first, held[:3])
+        self.assertIn("min_tokens = 3", str(cm.exception))
+
     def test_speculative_engine_gives_the_same_tokens(self):
         prompt = self.prompt1["ids"] * 2
         runs = []

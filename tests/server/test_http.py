@@ -201,6 +201,14 @@ class ServerTest(unittest.TestCase):
         status, default = self.s.json("POST", "/v1/completions",
                                       {"prompt": "Hello,", "temperature": 0})
         self.assertEqual(default["usage"]["completion_tokens"], 16)  # vLLM default max_tokens
+        # min_tokens: EOS cannot come before it; above the default max_tokens it is refused.
+        status, at_least = self.s.json("POST", "/v1/completions",
+                                       {"prompt": "Hello,", "temperature": 0.9, "seed": 3,
+                                        "max_tokens": 12, "min_tokens": 12})
+        self.assertEqual(status, 200, at_least)
+        self.assertEqual(at_least["usage"]["completion_tokens"], 12)
+        status, err = self.s.json("POST", "/v1/completions", {"prompt": "Hello,", "min_tokens": 20})
+        self.assertError(status, err, 400, "invalid_request_error", "min_tokens")
         # continuous_usage_stats: every chunk carries usage, the prompt counted from the first.
         body["stream_options"] = {"include_usage": True, "continuous_usage_stats": True}
         status, _, lines = self.s.stream_lines("/v1/completions", body)
@@ -300,6 +308,8 @@ class ServerTest(unittest.TestCase):
             (chat(top_logprobs=2), 400, "top_logprobs"),  # needs logprobs: true
             (chat(logprobs=True, top_logprobs=21), 400, "top_logprobs"),
             (chat(logprobs="yes"), 400, "logprobs"),
+            (chat(min_tokens=-1), 400, "min_tokens"),
+            (chat(min_tokens=5, max_tokens=3), 400, "min_tokens"),
             (chat(top_p=0), 400, "top_p"),  # SamplerParams' own check, param filled
             (chat(top_k=4294967297), 400, "top_k"),  # was wrapped to 1 and accepted
             (chat(top_k=2147483648), 400, "top_k"),

@@ -359,15 +359,16 @@ class Engine:
                  top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0,
                  seed: Optional[int] = None, stop: Sequence[str] = (),
                  stop_token_ids: Sequence[int] = (), ignore_eos: bool = False,
-                 top_logprobs: int = -1,
-                 images: Sequence[tuple] = ()) -> Iterator[Event]:
+                 top_logprobs: int = -1, images: Sequence[tuple] = (),
+                 min_tokens: int = 0) -> Iterator[Event]:
         """Submits one request and yields its events; the last has finished=True. A failed
         request raises Dsv41Error after its partial events. Leaving the loop early (break, an
         exception, the generator collected) cancels the request.
 
         top_logprobs >= 0 (at most 20): token events carry `logprob` and that many
         `top_logprobs`. images: (offset, Image) pairs, each image's span filling the prompt's
-        image tokens from offset (Model.encode_image); the engine keeps its own reference."""
+        image tokens from offset (Model.encode_image); the engine keeps its own reference.
+        min_tokens: no stop token or stop string ends the request before that many tokens."""
         if not self._handle:
             raise Dsv41Error(1, "generate: the engine is closed")
         lib = _ffi.lib()
@@ -386,6 +387,7 @@ class Engine:
         prompt_arr = _i32_array("prompt", prompt)
         opts = lib.dsv41_request_default_options()
         opts.top_logprobs = _int("top_logprobs", top_logprobs, ctypes.c_int32)
+        opts.min_tokens = _int("min_tokens", min_tokens)
         for i, pair in enumerate(images):
             if (not isinstance(pair, tuple) or len(pair) != 2
                     or not isinstance(pair[1], Image) or not pair[1]._handle):

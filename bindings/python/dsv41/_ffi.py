@@ -71,7 +71,8 @@ class EventStruct(ctypes.Structure):
 
 class RequestOptions(ctypes.Structure):
     _fields_ = [("top_logprobs", ctypes.c_int32), ("images", ctypes.POINTER(ctypes.c_void_p)),
-                ("image_offsets", ctypes.POINTER(ctypes.c_int64)), ("n_images", ctypes.c_size_t)]
+                ("image_offsets", ctypes.POINTER(ctypes.c_int64)), ("n_images", ctypes.c_size_t),
+                ("min_tokens", ctypes.c_int64)]
 
 
 EVENT_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.POINTER(EventStruct), ctypes.c_void_p)

@@ -213,6 +213,9 @@ typedef struct dsv41_request_options {
   const dsv41_image* const* images;
   const int64_t* image_offsets;
   size_t n_images;
+  /* Tokens generated before a stop token or stop string may end the request (StopParams
+   * min_tokens; 0 = off, <= stop->max_tokens). */
+  int64_t min_tokens;
 } dsv41_request_options;
 
 /* Runs on the engine's scheduler thread, one event at a time; must not block. It may call

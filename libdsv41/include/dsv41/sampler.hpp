@@ -74,6 +74,11 @@ class Sampler {
   // Appends one generated token (all three penalties). kInvalidArgument for an id outside
   // [0, vocab_size); nothing is recorded in that case.
   [[nodiscard]] Status accept(int32_t token);
+  // While fewer than `generated` tokens were accepted, `ids` get logit -inf in step 1 (with
+  // logit_bias): StopParams.min_tokens keeps the stop tokens out (vLLM's min-tokens logits
+  // processor). Replaces an earlier ban. kInvalidArgument for an id outside the vocabulary or
+  // a negative count (nothing changed).
+  [[nodiscard]] Status ban_until(std::span<const int32_t> ids, int64_t generated);
 
   // Runs the chain on `logits` (one position, vocab_size floats) and draws a token. Does not
   // call accept(). kInvalidArgument for a wrong size, any NaN or +inf logit, all logits -inf, or

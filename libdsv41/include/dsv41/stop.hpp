@@ -21,6 +21,10 @@ struct StopParams {
   bool ignore_eos = false;              // EOS does not stop (stop_token_ids still do)
   // Keep the matched stop string (or the stop token's text) in the output (vLLM field).
   bool include_stop_str_in_output = false;
+  // Generated tokens before any stop rule but max_tokens applies (vLLM min_tokens): stop tokens
+  // (EOS unless ignore_eos, stop_token_ids) are not sampled (Sampler::ban_until) and stop
+  // strings only match when they end in a later token. 0 = off; <= max_tokens when both set.
+  int64_t min_tokens = 0;
 
   // kInvalidArgument naming the field, e.g. "StopParams.stop[1] is empty".
   [[nodiscard]] Status validate() const;

@@ -311,6 +311,7 @@ dsv41_status dsv41_engine_submit_with(dsv41_engine* engine, const int32_t* promp
     req.stop = stop_from_c(stop);
     if (options != nullptr) {
       req.top_logprobs = options->top_logprobs;
+      req.stop.min_tokens = options->min_tokens;
       for (size_t i = 0; i < options->n_images; ++i)
         req.images.push_back({options->image_offsets[i], options->images[i]->image});
     }

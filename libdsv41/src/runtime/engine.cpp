@@ -316,6 +316,12 @@ Result<RequestId> Engine::submit(GenerationRequest request, EventCallback on_eve
     Status p = r->sampler->set_prompt(request.prompt);
     if (!p.is_ok()) detail::fail(p.code(), p.message(), __FILE__, __LINE__);
     const int32_t eos = info.eos_token_id;
+    if (request.stop.min_tokens > 0) {  // the stop tokens cannot be drawn before then
+      std::vector<int32_t> stops = request.stop.stop_token_ids;
+      if (!request.stop.ignore_eos) stops.push_back(eos);
+      p = r->sampler->ban_until(stops, request.stop.min_tokens);
+      if (!p.is_ok()) detail::fail(p.code(), p.message(), __FILE__, __LINE__);
+    }
     r->stop.emplace(request.stop, std::span<const int32_t>(&eos, 1), info.vocab_size);
     r->detok.emplace(*e.model->tokenizer);
   });

@@ -2,6 +2,7 @@
 #include "sampling/device_sample_plan.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "core/check.hpp"
@@ -34,6 +35,13 @@ SamplePlan DeviceSampling::plan(const Sampler& s) {
     SampleAdjustment& a = entry(id);
     a.flags |= kPlanBias;
     a.bias = bias;
+  }
+  if (im.ban_active()) {  // l += -inf: -inf whatever the bias (Sampler::ban_until)
+    for (int32_t id : im.banned) {
+      SampleAdjustment& a = entry(id);
+      a.flags |= kPlanBias;
+      a.bias = -std::numeric_limits<float>::infinity();
+    }
   }
   const TokenHistory& h = im.history;
   if (p.repetition_penalty != 1.0f) {

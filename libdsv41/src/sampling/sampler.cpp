@@ -51,6 +51,8 @@ int32_t Sampler::Impl::run_chain(std::span<const float> logits, std::vector<floa
   check_logits(logits, vocab_size);
   work.assign(logits.begin(), logits.end());
   for (const auto& [id, bias] : params.logit_bias) work[id] += bias;
+  if (ban_active())
+    for (int32_t id : banned) work[id] = kBanned;
   sampling::apply_penalties(work, history, params.repetition_penalty, params.frequency_penalty,
                             params.presence_penalty);
   const float m = sampling::max_logit(work);
@@ -109,6 +111,20 @@ Status Sampler::accept(int32_t token) {
   return detail::capture_status([&] {
     DSV41_CHECK(impl_, kInvalidArgument, "Sampler used after it was moved from");
     impl_->history.accept(token);
+  });
+}
+
+Status Sampler::ban_until(std::span<const int32_t> ids, int64_t generated) {
+  return detail::capture_status([&] {
+    DSV41_CHECK(impl_, kInvalidArgument, "Sampler used after it was moved from");
+    DSV41_CHECK(generated >= 0, kInvalidArgument, "Sampler::ban_until: generated = {} is negative",
+                generated);
+    for (size_t i = 0; i < ids.size(); ++i)
+      DSV41_CHECK(ids[i] >= 0 && ids[i] < impl_->vocab_size, kInvalidArgument,
+                  "Sampler::ban_until: ids[{}] = {} is outside the vocabulary [0, {})", i, ids[i],
+                  impl_->vocab_size);
+    impl_->banned.assign(ids.begin(), ids.end());
+    impl_->ban_until = generated;
   });
 }
 

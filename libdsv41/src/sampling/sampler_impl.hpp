@@ -21,7 +21,11 @@ struct DSV41_INTERNAL Sampler::Impl {
   int64_t vocab_size;
   sampling::TokenHistory history;
   sampling::Xoshiro256StarStar rng;
-  std::vector<float> work;  // [vocab_size] scratch of sample()
+  std::vector<float> work;      // [vocab_size] scratch of sample()
+  std::vector<int32_t> banned;  // ban_until: -inf while history.num_generated() < ban_until
+  int64_t ban_until = 0;
+
+  bool ban_active() const { return history.num_generated() < ban_until && !banned.empty(); }
 
   Impl(const SamplerParams& p, int64_t vocab, uint64_t seed)
       : params(p), vocab_size(vocab), history(vocab), rng(seed) {}

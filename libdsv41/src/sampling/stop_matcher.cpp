@@ -110,7 +110,9 @@ StopStep StopMatcher::feed(int32_t token, std::string_view text) {
               "generated token {} is outside the vocabulary [0, {})", token, vocab_size_);
   ++num_tokens_;
   StopStep step;
-  if (is_stop_token(token)) {
+  // min_tokens: no stop rule but max_tokens before then (the sampler keeps stop tokens out).
+  const bool may_stop = num_tokens_ > params_.min_tokens;
+  if (may_stop && is_stop_token(token)) {
     if (params_.include_stop_str_in_output) buffer_.append(text);
     step.text = buffer_.substr(emitted_);
     step.finish = FinishReason::kStop;
@@ -123,7 +125,7 @@ StopStep StopMatcher::feed(int32_t token, std::string_view text) {
   buffer_.append(text);
   // Matches that end inside the new text; anything ending earlier was checked by earlier calls.
   size_t best_end = SIZE_MAX, best_start = SIZE_MAX;
-  for (size_t j = 0; j < params_.stop.size(); ++j) {
+  for (size_t j = 0; may_stop && j < params_.stop.size(); ++j) {
     const std::string& s = params_.stop[j];
     const size_t from = old_size + 1 > s.size() ? old_size + 1 - s.size() : 0;
     const size_t pos = buffer_.find(s, from);

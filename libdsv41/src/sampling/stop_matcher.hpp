@@ -8,6 +8,9 @@
 //    does not depend on how the text was split into pieces. Output ends before the match (or
 //    after it with include_stop_str_in_output); text after it is dropped.
 //  - Otherwise the max_tokens-th token ends the sequence with kLength and all text is emitted.
+//  - While min_tokens or fewer tokens were fed, neither stop tokens nor stop strings end the
+//    sequence (vLLM checks stop strings only once more than min_tokens were generated, on the
+//    text the newest token added, so a match that ended earlier never counts).
 //  - While running, the longest suffix that is a proper prefix of some stop string is held back
 //    (unless include_stop_str_in_output, where nothing of a match is ever dropped), and so are
 //    the bytes of a UTF-8 sequence that is not complete yet, so every emitted chunk is whole

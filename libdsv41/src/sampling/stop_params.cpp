@@ -21,6 +21,10 @@ Status StopParams::validate() const {
     }
     DSV41_CHECK(max_tokens == kNoTokenLimit || max_tokens >= 1, kInvalidArgument,
                 "StopParams.max_tokens = {} must be >= 1 (or kNoTokenLimit = -1)", max_tokens);
+    DSV41_CHECK(min_tokens >= 0, kInvalidArgument, "StopParams.min_tokens = {} must be >= 0",
+                min_tokens);
+    DSV41_CHECK(max_tokens == kNoTokenLimit || min_tokens <= max_tokens, kInvalidArgument,
+                "StopParams.min_tokens = {} must be <= max_tokens = {}", min_tokens, max_tokens);
   });
 }
 

@@ -81,6 +81,58 @@ TEST_CASE("device plan: adjustments equal logit_bias + penalties bit for bit", "
   }
 }
 
+TEST_CASE("ban_until: banned ids are -inf until enough tokens were accepted, plan included",
+          "[unit][sampling]") {
+  const int64_t V = 50;
+  SamplerParams p;
+  p.temperature = 0.0f;
+  p.logit_bias[4] = 2.0f;
+  p.frequency_penalty = 0.5f;
+  Sampler s = make(p, V);
+  std::vector<float> logits(V, 0.0f);
+  logits[3] = 9.0f;  // the greedy choice, banned
+  logits[4] = 1.0f;
+  const int32_t banned[] = {3, 4};
+  REQUIRE(s.ban_until(banned, 2).is_ok());
+  auto expect_plan_equal = [&] {
+    std::vector<float> cpu = logits;
+    for (const auto& [i, bias] : p.logit_bias) cpu[i] += bias;
+    if (s.num_generated() < 2) cpu[3] = cpu[4] = kNegInf;
+    const SamplePlan plan = DeviceSampling::plan(s);
+    std::vector<float> dev = logits;
+    DeviceSampling::apply_adjustments(dev, plan);
+    for (int64_t i = 0; i < V; ++i) {
+      if (i == 3 || i == 4 || std::isinf(cpu[i])) {
+        INFO("token " << i);
+        CHECK(dev[i] == cpu[i]);
+      }
+    }
+  };
+  for (int step = 0; step < 2; ++step) {
+    INFO("step " << step);
+    expect_plan_equal();
+    auto t = s.sample(logits);
+    REQUIRE(t.is_ok());
+    CHECK(*t != 3);
+    CHECK(*t != 4);
+    REQUIRE(s.accept(*t).is_ok());
+  }
+  expect_plan_equal();
+  auto t = s.sample(logits);  // two tokens accepted: the ban is over
+  REQUIRE(t.is_ok());
+  CHECK(*t == 3);
+  const int32_t outside[] = {50};
+  CHECK_THAT(s.ban_until(outside, 1).message(),
+             Catch::Contains("ids[0] = 50 is outside the vocabulary [0, 50)"));
+  CHECK_THAT(s.ban_until(banned, -1).message(), Catch::Contains("generated = -1 is negative"));
+  // Banning every live token is the chain's named error.
+  std::vector<int32_t> all;
+  for (int32_t i = 0; i < V; ++i) all.push_back(i);
+  Sampler fresh = make(SamplerParams{}, V);
+  REQUIRE(fresh.ban_until(all, 1).is_ok());
+  CHECK_THAT(fresh.sample(logits).status().message(), Catch::Contains("no token left"));
+}
+
 TEST_CASE("device plan: the uniform is the one sample() consumes, once per non-greedy call",
           "[unit][sampling]") {
   const int64_t V = 50;

@@ -238,6 +238,37 @@ TEST_CASE("max_tokens ends with length and releases held text", "[unit][sampling
   CHECK(t.feed(1, "").finish == FinishReason::kStop);
 }
 
+TEST_CASE("min_tokens: stop tokens and stop strings count only after it", "[unit][sampling]") {
+  StopParams p;
+  p.stop = {"ab"};
+  p.stop_token_ids = {7};
+  p.min_tokens = 3;
+  StopMatcher m(p, kEos, kVocab);
+  // Tokens 1-3: EOS, a stop token and a whole stop string do not end the sequence.
+  auto a = m.feed(1, "x");
+  CHECK(a.finish == FinishReason::kNone);
+  auto b = m.feed(7, "ab");
+  CHECK(b.finish == FinishReason::kNone);
+  auto c = m.feed(kText, "a");  // held back: it may start "ab"
+  CHECK(c.finish == FinishReason::kNone);
+  CHECK(a.text + b.text + c.text == "xab");
+  // Token 4 completes "ab" (its start was in token 3): matched, as vLLM checks the tail.
+  auto d = m.feed(kText, "b!");
+  CHECK(d.finish == FinishReason::kStop);
+  CHECK(d.stop_string_index == 0);
+  CHECK(d.text.empty());
+  // After min_tokens a stop token ends it as usual.
+  StopMatcher m2(p, kEos, kVocab);
+  for (int i = 0; i < 3; ++i) CHECK(m2.feed(7, "").finish == FinishReason::kNone);
+  CHECK(m2.feed(7, "").finish == FinishReason::kStop);
+  // max_tokens still applies.
+  p.max_tokens = 3;
+  StopMatcher m3(p, kEos, kVocab);
+  CHECK(m3.feed(kText, "q").finish == FinishReason::kNone);
+  CHECK(m3.feed(kText, "q").finish == FinishReason::kNone);
+  CHECK(m3.feed(kText, "q").finish == FinishReason::kLength);
+}
+
 TEST_CASE("StopParams rejections name the field", "[unit][sampling]") {
   auto rejected = [](const StopParams& p, const std::string& needle) {
     const dsv41::Status st = p.validate();
@@ -268,6 +299,14 @@ TEST_CASE("StopParams rejections name the field", "[unit][sampling]") {
   StopParams d;
   d.max_tokens = 0;
   rejected(d, "StopParams.max_tokens = 0 must be >= 1");
+  StopParams e;
+  e.min_tokens = -1;
+  rejected(e, "StopParams.min_tokens = -1 must be >= 0");
+  e.min_tokens = 5;
+  e.max_tokens = 4;
+  rejected(e, "StopParams.min_tokens = 5 must be <= max_tokens = 4");
+  e.max_tokens = dsv41::kNoTokenLimit;
+  CHECK(e.validate().is_ok());
 }
 
 TEST_CASE("StopMatcher errors: vocabulary and use after finish", "[unit][sampling]") {
