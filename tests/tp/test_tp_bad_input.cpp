@@ -164,6 +164,31 @@ TEST_CASE("tp bad input: a follower refuses image rows that disagree with their 
   REQUIRE_THAT(s0.message(), Catch::Contains("flags 1 image positions"));
 }
 
+TEST_CASE("tp bad input: a follower refuses a draft round at the wrong position", "[tp][model]") {
+  const std::string dir = test::fixture("golden/tiny8");
+  const uint16_t port = tp_test::free_port();
+  std::future<Status> follower = start_follower(dir, port);
+  auto comm =
+      parallel::connect_tp_tcp(tp_test::loopback_params(0, port), tp_test::test_handshake());
+  REQUIRE(comm.is_ok());
+  MirrorHeader open;
+  open.op = MirrorOp::kNew;
+  open.id = 1;
+  open.max_context = 64;
+  REQUIRE((*comm)->broadcast(std::as_writable_bytes(std::span(&open, 1)), 0).is_ok());
+  MirrorHeader h;
+  h.op = MirrorOp::kDraft;
+  h.id = 1;
+  h.arg = 5;  // next
+  h.pos0 = 3;
+  REQUIRE((*comm)->broadcast(std::as_writable_bytes(std::span(&h, 1)), 0).is_ok());
+  const Status fs = follower.get();
+  REQUIRE(fs.message() == "TP follower: sequence 1 is at position 0, rank 0 drafts at 3");
+  const Status s0 = (*comm)->barrier();
+  REQUIRE(s0.code() == ErrorCode::kAborted);
+  REQUIRE_THAT(s0.message(), Catch::Contains("rank 0 drafts at 3"));
+}
+
 TEST_CASE("tp bad input: image rows that do not fit their flags fail on rank 0 alone",
           "[tp][runtime]") {
   // The mirrored backend checks the flags and the embedding rows before the follower is told;

@@ -194,8 +194,10 @@ std::unique_ptr<DsparkWeights> bind_dspark(Binder& b, const Checkpoint& ck, cons
   const int S = t.num_nextn_predict_layers;
   DSV41_CHECK(S > 0, kUnsupported,
               "DSpark requested but config.json has text_config.num_nextn_predict_layers = 0");
-  DSV41_CHECK(!sp.sharded(), kUnsupported,
-              "DSpark under tensor parallelism is not supported (world {})", sp.world);
+  DSV41_CHECK(!sp.sharded() || t.dspark_n_routed_experts >= sp.world, kInvalidArgument,
+              "config.json: dspark_n_routed_experts = {} cannot be split across {} "
+              "tensor-parallel ranks",
+              t.dspark_n_routed_experts, sp.world);
   const int64_t D = t.hidden_size, V = t.vocab_size, R = t.dspark_markov_rank;
   const int64_t taps = static_cast<int64_t>(t.dspark_target_layer_ids.size());
   DSV41_CHECK(R > 0 && taps > 0 && t.dspark_n_routed_experts > 0 &&
@@ -216,11 +218,11 @@ std::unique_ptr<DsparkWeights> bind_dspark(Binder& b, const Checkpoint& ck, cons
     st.hc_ffn = bind_hc(b, t, block, "ffn");
     LayerRole role;  // §6.1: window only, ratio 0, main RoPE
     role.layer = t.num_hidden_layers + s;
-    st.attn = AttentionLayer::bind_named(ck, cfg, block + "attn.", role, rope);
+    st.attn = AttentionLayer::bind_named(ck, cfg, block + "attn.", role, rope, &sp);
     b.use_attention(role, block + "attn.");
-    st.ffn = bind_moe(b, t, block + "ffn.", role.layer, t.dspark_n_routed_experts, sp, {});
-    st.ffn.expert_begin = 0;  // world 1 (checked above); sp.experts counts the backbone's
-    st.ffn.expert_end = t.dspark_n_routed_experts;
+    ShardPlan stage_plan = sp;  // the stage's own expert count splits like the backbone's
+    stage_plan.experts = sp.dspark_experts;
+    st.ffn = bind_moe(b, t, block + "ffn.", role.layer, t.dspark_n_routed_experts, stage_plan, {});
   }
   const std::string first = "mtp.0.", last = fmt::format("mtp.{}.", S - 1);
   w->main_proj = b.linear(first + "main_proj", D, taps * D);

@@ -57,6 +57,10 @@ void SequenceMirror::forward(uint64_t id, int64_t pos0, std::span<const int32_t>
 
 void SequenceMirror::rollback(uint64_t id, int64_t n) { send({MirrorOp::kRollback, 0, id, n}); }
 
+void SequenceMirror::draft(uint64_t id, int64_t pos0, int32_t next) {
+  send({MirrorOp::kDraft, 0, id, next, pos0});
+}
+
 // reset() runs on failure paths (session_append resets after a failed forward): a link error
 // here must not replace the error being reported; the poisoned link fails the next op anyway.
 void SequenceMirror::reset(uint64_t id) noexcept {

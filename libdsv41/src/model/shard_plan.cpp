@@ -35,13 +35,17 @@ ShardPlan ShardPlan::make(const TextConfig& t, int rank, int world) {
   p.shared_inter = split(int64_t{t.n_shared_experts} * t.moe_intermediate_size, rank, world);
   p.vocab = split(t.vocab_size, rank, world);
   p.vocab_per_rank = (t.vocab_size + world - 1) / world;  // >= every rank's vocab.size()
+  // Split only when every rank gets one; binding DSpark under TP refuses the other case.
+  const int64_t de = t.dspark_n_routed_experts;
+  p.dspark_experts = de >= world ? split(de, rank, world) : ShardRange{0, de};
   return p;
 }
 
 std::string ShardPlan::describe() const {
   auto r = [](const ShardRange& s) { return fmt::format("[{},{})", s.begin, s.end); };
-  return fmt::format("world {} rank {}: groups {} heads {} experts {} shared_inter {} vocab {}",
-                     world, rank, r(groups), r(heads), r(experts), r(shared_inter), r(vocab));
+  return fmt::format(
+      "world {} rank {}: groups {} heads {} experts {} shared_inter {} vocab {} dspark_experts {}",
+      world, rank, r(groups), r(heads), r(experts), r(shared_inter), r(vocab), r(dspark_experts));
 }
 
 uint64_t ShardPlan::world_hash(const TextConfig& t) const {

@@ -8,6 +8,8 @@
 //   experts        routed experts (ffn.experts.{j})
 //   shared_inter   shared-expert intermediate dim (w1/w3 rows, w2 columns)
 //   vocab          head rows; logits are all-gathered (padded to vocab_per_rank per rank)
+//   dspark_experts the DSpark stages' routed experts (mtp.s.ffn.experts.{j}); the stages'
+//                  attention and shared expert split as the backbone's (groups, shared_inter)
 // Everything else is replicated. World 1 is the identity plan (every range is the whole dim).
 #pragma once
 
@@ -31,6 +33,7 @@ struct ShardPlan {
   ShardRange experts;          // n_routed_experts
   ShardRange shared_inter;     // n_shared_experts · moe_intermediate_size
   ShardRange vocab;            // vocab_size
+  ShardRange dspark_experts;   // dspark_n_routed_experts (whole when fewer than the ranks)
   int64_t vocab_per_rank = 0;  // all_gather chunk: max over ranks of vocab.size()
 
   // kInvalidArgument naming the config key when a split dimension has fewer entries than
@@ -41,7 +44,7 @@ struct ShardPlan {
   // Rank r's range of a dimension of n entries (the rule above).
   static ShardRange split(int64_t n, int rank, int world);
   // "world 2 rank 1: groups [1,3) heads [1,3) experts [3,6) shared_inter [32,64) vocab
-  // [300,600)".
+  // [300,600) dspark_experts [2,4)".
   std::string describe() const;
   // Hash of the plan of the WHOLE world (every rank's ranges), equal on all ranks of a
   // consistent deployment: the rendezvous compares it.

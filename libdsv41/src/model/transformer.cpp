@@ -226,10 +226,14 @@ std::vector<float> Transformer::head(const float* H, const std::vector<float>& p
   std::vector<float> x(T * D);
   hc_collapse(H, pre.data(), shape_, T, x.data());
   rms_norm(x.data(), w_->norm.data(), T, D, shape_.norm_eps, x.data());
+  return head_logits(x.data(), T);
+}
+
+std::vector<float> Transformer::head_logits(const float* x, int64_t T) const {
   const int64_t V = cfg_.text.vocab_size;
   std::vector<float> logits(T * V);
   if (comm_ == nullptr) {
-    w_->head.forward(x.data(), T, logits.data(), pool_.get());
+    w_->head.forward(x, T, logits.data(), pool_.get());
     return logits;
   }
   // Vocabulary shards: rank r computes logits [T, vocab_r] of its head rows, padded to
@@ -237,7 +241,7 @@ std::vector<float> Transformer::head(const float* H, const std::vector<float>& p
   const ShardPlan& sp = w_->plan;
   const int64_t Vp = sp.vocab_per_rank, Vl = sp.vocab.size();
   std::vector<float> mine(T * Vp, 0.0f), local(T * Vl), all(sp.world * T * Vp);
-  w_->head.forward(x.data(), T, local.data(), pool_.get());
+  w_->head.forward(x, T, local.data(), pool_.get());
   for (int64_t t = 0; t < T; ++t) std::copy_n(&local[t * Vl], Vl, &mine[t * Vp]);
   const Status s = comm_->all_gather(std::as_bytes(std::span<const float>(mine)),
                                      std::as_writable_bytes(std::span<float>(all)));

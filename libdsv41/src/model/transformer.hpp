@@ -62,7 +62,8 @@ class Transformer {
   // with the same inputs, in the same order, and gets the same logits.
   //
   // dspark: also bind the DSpark draft module `mtp.*` (§6); every forward() then writes the
-  // sequence's DSpark context (model/dspark/dspark_context.hpp). World 1 only.
+  // sequence's DSpark context (model/dspark/dspark_context.hpp). Under tensor parallelism the
+  // stages are sharded like the backbone layers (model/dspark/dspark_drafter.hpp).
   static std::unique_ptr<Transformer> load(const std::string& dir, size_t threads,
                                            parallel::TpComm* comm = nullptr,
                                            const std::string& exl3_plan = "", bool dspark = false);
@@ -124,14 +125,17 @@ class Transformer {
 
   // logits [T, V] = head(norm(collapse(H, pre))).
   std::vector<float> head(const float* H, const std::vector<float>& pre, int64_t T) const;
+  // logits [T, V] = head(xn) of normed rows xn [T, D]; under tensor parallelism each rank
+  // computes its vocabulary rows and the ranks all-gather them (every rank gets all of them).
+  std::vector<float> head_logits(const float* xn, int64_t T) const;
+  // The one reduction point of a sub-layer: y [n] summed over the ranks (no-op at world 1).
+  // Throws the TpComm's Status naming the layer and site.
+  void all_reduce(float* y, int64_t n, int layer, const char* site) const;
 
  private:
   Transformer() = default;
   void engram(int layer, int64_t T, float* H, const int64_t* hash_ids,
               const uint8_t* image_flags) const;
-  // The one reduction point of a sub-layer: y [n] summed over the ranks (no-op at world 1).
-  // Throws the TpComm's Status naming the layer and site.
-  void all_reduce(float* y, int64_t n, int layer, const char* site) const;
   // §6.2: the DSpark context rows of positions [pos0 + t0, pos0 + T) from the target features
   // feat [T - t0, n_taps·D].
   void write_dspark_context(SequenceState& st, const float* feat, int64_t T, int64_t t0,

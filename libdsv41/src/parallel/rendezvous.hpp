@@ -17,7 +17,7 @@
 namespace dsv41::parallel {
 
 // Bumped whenever the handshake, the frame layout or the follower ops change (2: a forward op
-// carries image-span rows, model/sequence_mirror.hpp).
+// carries image-span rows, and DSpark draft rounds are an op; model/sequence_mirror.hpp).
 inline constexpr uint32_t kTpProtocolVersion = 2;
 
 struct Handshake {

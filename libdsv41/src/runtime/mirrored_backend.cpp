@@ -91,6 +91,24 @@ class MirroredBackend final : public ForwardBackend {
       fail_after_send(e);
     }
   }
+  bool has_dspark() const override { return inner_->has_dspark(); }
+  // The follower runs the same round (its all-reduces and all-gathers pair with these) and
+  // drops the drafts; the cut by confidence happens after the round, so it needs no mirroring.
+  std::vector<int32_t> dspark_draft(BackendSequence& seq, int32_t next, int max_tokens,
+                                    float confidence_threshold) const override {
+    DSV41_CHECK(inner_->has_dspark(), kUnsupported,
+                "the model was loaded without the DSpark module (ModelParams.dspark)");
+    DSV41_CHECK(next >= 0 && next < vocab_, kInvalidArgument,
+                "DSpark: next = {} is outside the vocabulary [0, {})", next, vocab_);
+    auto& m = static_cast<MirroredSequence&>(seq);
+    std::unique_lock<std::recursive_mutex> step = mirror_.hold();
+    mirror_.draft(m.id(), m.pos(), next);
+    try {
+      return inner_->dspark_draft(m.inner(), next, max_tokens, confidence_threshold);
+    } catch (const std::exception& e) {
+      fail_after_send(e);
+    }
+  }
   bool samples_on_device() const override { return inner_->samples_on_device(); }
   sampling::DeviceSampleOutcome forward_sample(BackendSequence& seq, std::span<const int32_t> ids,
                                                const sampling::SamplePlan& plan) const override {

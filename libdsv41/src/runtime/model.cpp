@@ -30,10 +30,6 @@ Status ModelParams::validate() const {
   if (!backend.empty() && backend != "cpu" && backend != "cuda")
     return Status(ErrorCode::kInvalidArgument,
                   "ModelParams.backend = \"" + backend + "\" must be \"cpu\", \"cuda\" or empty");
-  if (dspark && tp.world > 1)
-    return Status(ErrorCode::kUnsupported,
-                  "ModelParams.dspark with tensor parallelism (tp.world = " +
-                      std::to_string(tp.world) + ") is not supported");
   if (dspark && backend == "cuda")
     return Status(ErrorCode::kUnsupported,
                   "ModelParams.dspark runs on the CPU backend only (backend = \"cuda\")");
@@ -118,6 +114,8 @@ Result<Model> Model::load(const ModelParams& params) {
       // how many logit rows): both ranks must agree, or the rendezvous names the difference.
       TensorParallelParams tp = params.tp;
       tp.settings["backend"] = backend;
+      // Both ranks bind mtp.* and run each draft round's collectives, or neither.
+      tp.settings["dspark"] = params.dspark ? "1" : "0";
       if (backend == "cuda")
         tp.settings["cuda_max_chunk"] = std::to_string(tun.get_int("DSV41_CUDA_MAX_CHUNK"));
       impl->comm = connect_tp_link(params.model_dir, tp, tun.get_string("DSV41_TP_IB_DEVICE"),

@@ -101,6 +101,14 @@ Status run_follower(const ForwardBackend& backend, parallel::TpComm& comm, int64
           (void)backend.forward_image(st, ids, flags, embeds, h.last_row == 0);
           break;
         }
+        case MirrorOp::kDraft: {
+          BackendSequence& st = find(seqs, h.id, "draft");
+          DSV41_CHECK(st.pos() == h.pos0, kInternal,
+                      "TP follower: sequence {} is at position {}, rank 0 drafts at {}", h.id,
+                      st.pos(), h.pos0);
+          (void)backend.dspark_draft(st, static_cast<int32_t>(h.arg), 1, 0.0f);
+          break;
+        }
         default:
           DSV41_FAIL(kCorruptFile, "TP follower: unknown op {}", static_cast<uint32_t>(h.op));
       }

@@ -124,13 +124,7 @@ TEST_CASE("dspark: the draft module loads on request, its tensors checked by nam
   cuda.dspark = true;
   cuda.backend = "cuda";
   REQUIRE_THAT(Model::load(cuda).status().message(), Catch::Contains("CPU backend only"));
-  ModelParams tp = plain;
-  tp.dspark = true;
-  tp.tp.world = 2;
-  tp.tp.bind_address = "127.0.0.1";
-  tp.tp.peer_address = "127.0.0.2";
-  REQUIRE_THAT(Model::load(tp).status().message(),
-               Catch::Contains("ModelParams.dspark with tensor parallelism"));
+  // Under tensor parallelism DSpark is sharded (tests/tp/test_tp_dspark.cpp).
 }
 
 TEST_CASE("dspark: greedy decoding with DSpark drafts gives the oracle's and plain greedy tokens",

@@ -21,10 +21,10 @@ AttentionLayer AttentionLayer::bind(const Checkpoint& ck, const ModelConfig& cfg
 
 AttentionLayer AttentionLayer::bind_named(const Checkpoint& ck, const ModelConfig& cfg,
                                           const std::string& prefix, const LayerRole& role,
-                                          const RopeTables& rope) {
+                                          const RopeTables& rope, const ShardPlan* plan) {
   DSV41_CHECK(role.ratio == 0 && !role.kv_source && !role.index_source, kInternal,
               "{}: only window-only roles are bound by name", prefix);
-  return bind_role(ck, cfg, prefix, role, rope, nullptr);
+  return bind_role(ck, cfg, prefix, role, rope, plan);
 }
 
 AttentionLayer AttentionLayer::bind_role(const Checkpoint& ck, const ModelConfig& cfg,

@@ -45,10 +45,10 @@ class AttentionLayer {
   static AttentionLayer bind(const Checkpoint& ck, const ModelConfig& cfg, int layer,
                              const RopeTables& rope, const ShardPlan* plan = nullptr);
   // The same for tensors under `prefix` ("mtp.0.attn.") with an explicit role (a DSpark stage:
-  // window only, ratio 0, main RoPE; spec §6.1). Not sharded.
+  // window only, ratio 0, main RoPE; spec §6.1), sharded by `plan` as bind() does.
   static AttentionLayer bind_named(const Checkpoint& ck, const ModelConfig& cfg,
                                    const std::string& prefix, const LayerRole& role,
-                                   const RopeTables& rope);
+                                   const RopeTables& rope, const ShardPlan* plan = nullptr);
 
   const LayerRole& role() const { return role_; }
 

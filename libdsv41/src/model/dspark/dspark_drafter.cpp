@@ -87,8 +87,9 @@ void DsparkDrafter::block_attention(const DsparkStage& stage, int s, const float
       rope_rotate(ov + D - R, a.inv_freq(), static_cast<int>(R), pos0 + t, true);
     }
   }
-  // Grouped low-rank output projection, as AttentionLayer::forward step 7.
-  const int64_t G = a.local_groups(), L = a.o_lora(), gin = H * D / a.o_groups();
+  // Grouped low-rank output projection, as AttentionLayer::forward step 7 (over this rank's
+  // groups: H / G heads per group).
+  const int64_t G = a.local_groups(), L = a.o_lora(), gin = H / G * D;
   std::vector<float> u(K * gin), zg(K * L), z(K * G * L);
   for (int64_t g = 0; g < G; ++g) {
     for (int64_t t = 0; t < K; ++t)
@@ -137,12 +138,15 @@ DsparkProposal DsparkDrafter::draft_block(const SequenceState& st,
     hc_collapse(H.data(), pre.data(), hs, K, x.data());
     rms_norm(x.data(), stage.attn_norm.data(), K, D, hs.norm_eps, xn.data());
     block_attention(stage, static_cast<int>(s), xn.data(), pos0, st, y.data());
+    const int layer = c.num_hidden_layers + static_cast<int>(s);
+    t_.all_reduce(y.data(), K * D, layer, "dspark attention");  // partial sums over heads
     hc_expand(y.data(), H.data(), a, hs, K, Hmid.data());
     HcMixes f = hc_mixes(stage.hc_ffn, hs, Hmid.data(), K, pool);
     hc_collapse(Hmid.data(), a.pre.data(), hs, K, x.data());
     rms_norm(x.data(), stage.ffn_norm.data(), K, D, hs.norm_eps, xn.data());
     moe_forward(stage.ffn, moe_, static_cast<int>(s), xn.data(), K, nullptr, *experts_, pool,
                 y.data(), nullptr);
+    t_.all_reduce(y.data(), K * D, layer, "dspark ffn");  // routed + shared partial sums
     hc_expand(y.data(), Hmid.data(), f, hs, K, H.data());
     pre = f.pre;
   }
@@ -150,8 +154,7 @@ DsparkProposal DsparkDrafter::draft_block(const SequenceState& st,
   out.hidden.resize(K * D);
   hc_collapse(H.data(), pre.data(), hs, K, out.hidden.data());
   rms_norm(out.hidden.data(), d.norm.data(), K, D, hs.norm_eps, xn.data());
-  out.base_logits.resize(K * V);
-  t_.weights().head.forward(xn.data(), K, out.base_logits.data(), pool);
+  out.base_logits = t_.head_logits(xn.data(), K);  // the whole vocabulary on every rank
   // Markov chain and confidence, serially over the slots.
   std::vector<float> e(R), markov(V);
   int32_t id = next;

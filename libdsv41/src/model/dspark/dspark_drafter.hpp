@@ -7,6 +7,11 @@
 //   id_0 = next, logits_k = U_k + M_h · M_e[id_k], id_{k+1} = argmax logits_k   (k = 0..K-1)
 // and the confidence head gives c_k = sigmoid(w_c · [h_k ; M_e[id_k]]), the predicted probability
 // that id_{k+1} is accepted once its prefix is. Plain fp32 loops: the executable spec.
+// Under tensor parallelism (docs/tp.md "DSpark") each rank runs its shard of every stage (its
+// attention heads and output groups, its routed experts, its shared-expert slice), the stage's
+// attention and FFN outputs are all-reduced as a backbone layer's, and the base logits are
+// all-gathered over the vocabulary shards; the Markov and confidence heads are replicated, so
+// every rank chains the same drafts. Every rank must call draft() in lockstep.
 #pragma once
 
 #include <cstdint>
