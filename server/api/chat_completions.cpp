@@ -13,6 +13,7 @@
 #include "api/generation_run.hpp"
 #include "api/image_input.hpp"
 #include "api/logprobs_json.hpp"
+#include "api/response_format.hpp"
 #include "api/tool_choice.hpp"
 #include "chat/output_parser.hpp"
 #include "chat/parsed_message.hpp"
@@ -377,6 +378,8 @@ HttpResponse handle_chat_completions(Api& api, const HttpRequest& request) {
   gen.sampling = fields.sampling;
   gen.stop = fields.stop;
   gen.constraint = tool_choice_constraint(*backend, chat_request, resolved);
+  if (!gen.constraint)
+    gen.constraint = response_format_constraint(*backend, chat_request, resolved);
   gen.top_logprobs = fields.top_logprobs;
   Status fit = fit_context("messages", static_cast<int64_t>(gen.prompt.size()), fields.max_tokens,
                            backend->max_context(), api.config().clamp_max_tokens, gen.stop);

@@ -286,6 +286,49 @@ class ServerTest(unittest.TestCase):
             status, err = self.s.json("POST", "/v1/completions", dict(body, **bad))
             self.assertError(status, err, 400, "invalid_request_error", param)
 
+    def token_id(self, text, special=False):
+        status, tok = self.s.json("POST", "/tokenize", {"prompt": text,
+                                                        "add_special_tokens": special})
+        self.assertEqual(status, 200, tok)
+        self.assertEqual(len(tok["tokens"]), 1, tok)
+        return tok["tokens"][0]
+
+    def test_response_format_json(self):
+        # +100 on "{" and "}" makes the (random) model open and close the object as soon as the
+        # grammar allows each (a merged token such as '{"' is then never the first choice): the
+        # answer is "{}" and the turn ends, stream or not, with or without reasoning (+100 on
+        # </think> ends the reasoning at once).
+        bias = {str(self.token_id("{")): 100, str(self.token_id("}")): 100}
+        think_end = str(self.token_id("</think>", special=True))
+        for fmt in ({"type": "json_object"},
+                    {"type": "json_schema", "json_schema": {"name": "x", "schema": {
+                        "type": "object"}}}):
+            for extra in ({"reasoning_effort": "none"},
+                          {"logit_bias": dict(bias, **{think_end: 100})}):
+                body = chat(response_format=fmt, max_tokens=40, logit_bias=bias)
+                body.update(extra)
+                with self.subTest(fmt=fmt["type"], extra=extra):
+                    status, full = self.s.json("POST", "/v1/chat/completions", body)
+                    self.assertEqual(status, 200, full)
+                    choice = full["choices"][0]
+                    self.assertEqual(choice["finish_reason"], "stop", (choice, full["usage"]))
+                    self.assertEqual(json.loads(choice["message"]["content"]), {})
+                    status, _, lines = self.s.stream_lines("/v1/chat/completions",
+                                                           dict(body, stream=True))
+                    content = "".join(e["choices"][0]["delta"].get("content", "")
+                                      for e in parse_sse(lines) if e["choices"])
+                    self.assertEqual(content, choice["message"]["content"])
+        # Without the bias the random model writes some object (maybe cut by max_tokens): what
+        # it wrote starts one.
+        status, full = self.s.json("POST", "/v1/chat/completions",
+                                   chat(response_format={"type": "json_object"}, max_tokens=30,
+                                        reasoning_effort="none"))
+        self.assertEqual(status, 200, full)
+        text = full["choices"][0]["message"]["content"].lstrip()
+        self.assertTrue(text.startswith("{"), text)
+        if full["choices"][0]["finish_reason"] == "stop":
+            self.assertIsInstance(json.loads(text), dict)
+
     # --- malformed input ----------------------------------------------------------------
     def test_bad_requests(self):
         cases = [

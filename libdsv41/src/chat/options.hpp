@@ -42,6 +42,9 @@ struct EffortTable {
 int resolve_effort_budget(const EffortValue& effort, const EffortTable& table);
 
 enum class ToolChoiceKind { kNone, kAuto, kRequired, kNamed };
+// response_format.type (text: no constraint; json_object / json_schema: the answer is a JSON
+// object, sampling::JsonConstraint).
+enum class ResponseFormat { kText, kJsonObject, kJsonSchema };
 
 // Request fields that steer rendering and parsing, collected from the OpenAI top level
 // (`reasoning_effort`, `thinking: {type}`, `chat_template_kwargs`, `response_format`,
@@ -53,6 +56,7 @@ struct RequestOptions {
   EffortValue kwargs_effort;            // chat_template_kwargs.reasoning_effort
   std::optional<bool> drop_thinking;    // options. / chat_template_kwargs.drop_thinking
   std::optional<std::string> response_format_schema_json;  // json_schema.schema, python-dumps
+  ResponseFormat response_format = ResponseFormat::kText;
   std::optional<ToolChoiceKind> tool_choice;
   std::string tool_choice_name;  // kNamed
   bool include_reasoning = true;

@@ -217,11 +217,13 @@ void parse_response_format(element value, RequestOptions& options, const std::st
     auto schema = find_set(*spec, "schema");
     DSV41_CHECK(schema.has_value(), kInvalidArgument, "{}.json_schema.schema: missing", path);
     options.response_format_schema_json = json::python_dumps(*schema);
+    options.response_format = ResponseFormat::kJsonSchema;
   } else {
     // "text" and "json_object" carry no schema; the reference renders nothing for them.
     DSV41_CHECK(type == "text" || type == "json_object", kInvalidArgument,
                 "{}.type: unknown value '{}' (expected text, json_object or json_schema)", path,
                 type);
+    if (type == "json_object") options.response_format = ResponseFormat::kJsonObject;
   }
 }
 

@@ -1,0 +1,72 @@
+// JsonConstraint (see json_constraint.hpp).
+#include "sampling/json_constraint.hpp"
+
+#include <limits>
+
+#include "core/check.hpp"
+
+namespace dsv41::sampling {
+
+namespace {
+constexpr float kBanned = -std::numeric_limits<float>::infinity();
+}
+
+JsonConstraint::JsonConstraint(std::shared_ptr<const TokenVocabulary> vocab, int32_t think_end,
+                               std::vector<std::string> reserved)
+    : vocab_(std::move(vocab)), think_end_(think_end), reasoning_(think_end >= 0) {
+  DSV41_CHECK(vocab_ && vocab_->end_of_turn >= 0, kInvalidArgument,
+              "JsonConstraint: vocabulary without an end-of-turn token");
+  usable_.resize(vocab_->bytes.size());
+  for (size_t id = 0; id < vocab_->bytes.size(); ++id) {
+    const std::string& b = vocab_->bytes[id];
+    bool ok = !b.empty();
+    for (const std::string& r : reserved) ok = ok && b.find(r) == std::string::npos;
+    usable_[id] = ok ? 1 : 0;
+  }
+}
+
+std::vector<int32_t> JsonConstraint::allowed() const {
+  if (grammar_.complete()) return {vocab_->end_of_turn};
+  std::vector<int32_t> out;
+  const std::bitset<256> first = grammar_.next_bytes();
+  for (size_t id = 0; id < vocab_->bytes.size(); ++id) {
+    if (!usable_[id]) continue;
+    const std::string& b = vocab_->bytes[id];
+    if (!first.test(static_cast<uint8_t>(b[0]))) continue;
+    JsonGrammar g = grammar_;
+    if (g.feed(b)) out.push_back(static_cast<int32_t>(id));
+  }
+  return out;
+}
+
+void JsonConstraint::mask(std::span<float> logits) {
+  if (reasoning_) {  // free text, but the turn may not end before the answer
+    const auto eot = static_cast<size_t>(vocab_->end_of_turn);
+    if (eot < logits.size()) logits[eot] = kBanned;
+    return;
+  }
+  const std::vector<int32_t> ok = allowed();
+  DSV41_CHECK(!ok.empty(), kInternal, "JSON constraint: no token can continue the object");
+  std::vector<float> keep(ok.size());
+  for (size_t i = 0; i < ok.size(); ++i) {
+    DSV41_CHECK(ok[i] >= 0 && static_cast<size_t>(ok[i]) < logits.size(), kInternal,
+                "JSON constraint: token {} outside the {} logits", ok[i], logits.size());
+    keep[i] = logits[ok[i]];
+  }
+  std::fill(logits.begin(), logits.end(), kBanned);
+  for (size_t i = 0; i < ok.size(); ++i) logits[ok[i]] = keep[i] == kBanned ? 0.0f : keep[i];
+}
+
+void JsonConstraint::accept(int32_t token) {
+  if (reasoning_) {
+    if (token == think_end_) reasoning_ = false;
+    return;
+  }
+  if (grammar_.complete()) return;  // the end of turn
+  DSV41_CHECK(token >= 0 && static_cast<size_t>(token) < vocab_->bytes.size() &&
+                  usable_[static_cast<size_t>(token)] &&
+                  grammar_.feed(vocab_->bytes[static_cast<size_t>(token)]),
+              kInternal, "JSON constraint: token {} does not continue the object", token);
+}
+
+}  // namespace dsv41::sampling

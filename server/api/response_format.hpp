@@ -1,0 +1,22 @@
+// Constrained JSON output for the chat route: response_format json_object / json_schema gives
+// the request a sampling::JsonConstraint over the backend's vocabulary (docs/server.md,
+// docs/sampling.md "JSON output").
+#pragma once
+
+#include <memory>
+
+#include "api/generation_backend.hpp"
+#include "chat/options.hpp"
+#include "chat/request_json.hpp"
+#include "dsv41/engine.hpp"
+
+namespace dsv41::server {
+
+// Null for response_format text (or absent) and for a request that has tools (a tool call is not
+// a JSON answer; tool_choice none has already removed them). In thinking mode the reasoning comes
+// first, unconstrained. Throws kInternal when the vocabulary lacks a single think-end token.
+std::shared_ptr<TokenConstraint> response_format_constraint(GenerationBackend& backend,
+                                                            const chat::ChatRequest& request,
+                                                            const chat::ResolvedOptions& resolved);
+
+}  // namespace dsv41::server

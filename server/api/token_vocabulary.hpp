@@ -1,0 +1,16 @@
+// The vocabulary table the output constraints scan (every id's decoded text, the end-of-turn id,
+// a tokenizer for forced literals): built once per backend on the first constrained request and
+// shared by all (tool_choice.cpp, response_format.cpp).
+#pragma once
+
+#include <memory>
+
+#include "api/generation_backend.hpp"
+#include "sampling/tool_call_constraint.hpp"
+
+namespace dsv41::server {
+
+// Throws kInternal when the end-of-sentence marker is not one token of the vocabulary.
+std::shared_ptr<const sampling::TokenVocabulary> token_vocabulary(GenerationBackend& backend);
+
+}  // namespace dsv41::server
