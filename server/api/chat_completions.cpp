@@ -46,11 +46,11 @@ void write_usage(json::Writer& w, const Counts& c) {
 class ChatRun {
  public:
   ChatRun(Api& api, std::shared_ptr<ResponseChannel> channel, const GenerationFields& fields,
-          const chat::ResolvedOptions& resolved, std::shared_ptr<const GenerationBackend> backend)
+          const chat::ResolvedOptions& resolved, const GenerationBackend* backend)
       : metrics_(api.metrics()),
         channel_(std::move(channel)),
         parser_(chat::ParserOptions{resolved.thinking, std::nullopt}),
-        texts_(std::move(backend)),
+        texts_(backend),
         id_(random_id("chatcmpl-")),
         model_(api.config().served_model_name),
         reasoning_field_(api.config().reasoning_field),
@@ -387,7 +387,7 @@ HttpResponse handle_chat_completions(Api& api, const HttpRequest& request) {
 
   auto channel = std::make_shared<ResponseChannel>(
       fields.stream ? ResponseChannel::Mode::kEventStream : ResponseChannel::Mode::kDeferred);
-  auto run = std::make_shared<ChatRun>(api, channel, fields, resolved, backend);
+  auto run = std::make_shared<ChatRun>(api, channel, fields, resolved, backend.get());
   if (!pictures.empty()) {
     // The vision tower can take minutes on the CPU: not on this I/O thread.
     auto pending = std::make_shared<PendingImages>(PendingImages{

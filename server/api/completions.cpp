@@ -64,11 +64,10 @@ class CompletionRun {
  public:
   // prompt_tokens: the prompt's length, so continuous usage counts it from the first chunk.
   CompletionRun(Api& api, std::shared_ptr<ResponseChannel> channel, const GenerationFields& f,
-                std::string echo, int64_t prompt_tokens,
-                std::shared_ptr<const GenerationBackend> backend)
+                std::string echo, int64_t prompt_tokens, const GenerationBackend* backend)
       : metrics_(api.metrics()),
         channel_(std::move(channel)),
-        texts_(std::move(backend)),
+        texts_(backend),
         id_(random_id("cmpl-")),
         model_(api.config().served_model_name),
         created_(unix_now()),
@@ -209,9 +208,9 @@ HttpResponse handle_completions(Api& api, const HttpRequest& request) {
   if (!fit.is_ok()) return error_response(fit);
   auto channel = std::make_shared<ResponseChannel>(
       fields.stream ? ResponseChannel::Mode::kEventStream : ResponseChannel::Mode::kDeferred);
-  auto run = std::make_shared<CompletionRun>(api, channel, fields,
-                                             fields.echo ? prompt_text : std::string(),
-                                             static_cast<int64_t>(gen.prompt.size()), backend);
+  auto run = std::make_shared<CompletionRun>(
+      api, channel, fields, fields.echo ? prompt_text : std::string(),
+      static_cast<int64_t>(gen.prompt.size()), backend.get());
   Status s = submit_request(backend, std::move(gen), channel,
                             [run](const GenerationEvent& ev) { run->on_event(ev); });
   if (!s.is_ok()) return error_response(s);

@@ -16,18 +16,20 @@
 namespace dsv41::server {
 
 // A token's text (its bytes decoded lossily: a piece of a UTF-8 character reads U+FFFD, as a
-// one-token decode does) and raw bytes, looked up once per id.
+// one-token decode does) and raw bytes, looked up once per id. Does not own the backend: a run
+// that held it could drop the last reference on the backend's own callback thread, whose
+// destructor then joins that thread (std::terminate, seen in server_api_test). get() is called
+// from the backend's token events only, while it is alive.
 class TokenTexts {
  public:
-  explicit TokenTexts(std::shared_ptr<const GenerationBackend> backend)
-      : backend_(std::move(backend)) {}
+  explicit TokenTexts(const GenerationBackend* backend) : backend_(backend) {}
   struct Text {
     std::string text, bytes;
   };
   const Text& get(int32_t id);
 
  private:
-  std::shared_ptr<const GenerationBackend> backend_;
+  const GenerationBackend* backend_;
   std::unordered_map<int32_t, Text> cache_;
 };
 
