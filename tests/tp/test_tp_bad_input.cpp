@@ -101,92 +101,91 @@ TEST_CASE("tp bad input: ModelParams.tp is validated before anything loads", "[t
   REQUIRE(Model::load(mp)->run_tp_follower().code() == ErrorCode::kInvalidArgument);
 }
 
+namespace {
+
+// Rank 0 as raw broadcasts to a follower thread on tiny8: hand-made ops the runtime would never
+// send, and the follower's refusal.
+struct RawRank0 {
+  std::future<Status> follower;
+  std::unique_ptr<parallel::TpComm> comm;
+
+  RawRank0() {
+    const uint16_t port = tp_test::free_port();
+    follower = start_follower(test::fixture("golden/tiny8"), port);
+    auto c = parallel::connect_tp_tcp(tp_test::loopback_params(0, port), tp_test::test_handshake());
+    REQUIRE(c.is_ok());
+    comm = std::move(*c);
+  }
+  template <typename T>
+  void send(std::span<T> values) {
+    const Status st = comm->broadcast(std::as_writable_bytes(values), 0);
+    INFO(st.to_string());
+    REQUIRE(st.is_ok());
+  }
+  void send(MirrorHeader h) { send(std::span(&h, 1)); }
+  void open_sequence(uint64_t id) {
+    MirrorHeader open;
+    open.op = MirrorOp::kNew;
+    open.id = id;
+    open.max_context = 64;
+    send(open);
+  }
+  // The follower ends with `message`; rank 0's next call fails with it.
+  void expect_refusal(const std::string& message) {
+    const Status fs = follower.get();
+    REQUIRE(fs.message() == message);
+    const Status s0 = comm->barrier();
+    REQUIRE(s0.code() == ErrorCode::kAborted);
+    REQUIRE_THAT(s0.message(), Catch::Contains(message.substr(message.find(": ") + 2)));
+  }
+};
+
+}  // namespace
+
 TEST_CASE("tp bad input: a follower refuses an op it cannot apply and aborts the link",
           "[tp][model]") {
-  const std::string dir = test::fixture("golden/tiny8");
-  const uint16_t port = tp_test::free_port();
-  std::future<Status> follower = start_follower(dir, port);
-  auto comm =
-      parallel::connect_tp_tcp(tp_test::loopback_params(0, port), tp_test::test_handshake());
-  REQUIRE(comm.is_ok());
+  RawRank0 r;
   // A forward of a sequence the follower never saw created.
   MirrorHeader h;
   h.op = MirrorOp::kForward;
   h.id = 42;
   h.n_tokens = 1;
-  REQUIRE((*comm)->broadcast(std::as_writable_bytes(std::span(&h, 1)), 0).is_ok());
+  r.send(h);
   int32_t tok = 5;
-  REQUIRE((*comm)->broadcast(std::as_writable_bytes(std::span(&tok, 1)), 0).is_ok());
-  const Status fs = follower.get();
-  REQUIRE(fs.message() == "TP follower: forward of unknown sequence 42");
-  // Rank 0's next call fails with the follower's reason.
-  const Status s0 = (*comm)->barrier();
-  REQUIRE(s0.code() == ErrorCode::kAborted);
-  REQUIRE_THAT(s0.message(), Catch::Contains("forward of unknown sequence 42"));
+  r.send(std::span(&tok, 1));
+  r.expect_refusal("TP follower: forward of unknown sequence 42");
 }
 
 TEST_CASE("tp bad input: a follower refuses image rows that disagree with their flags",
           "[tp][model]") {
-  const std::string dir = test::fixture("golden/tiny8");
-  const uint16_t port = tp_test::free_port();
-  std::future<Status> follower = start_follower(dir, port);
-  auto comm =
-      parallel::connect_tp_tcp(tp_test::loopback_params(0, port), tp_test::test_handshake());
-  REQUIRE(comm.is_ok());
-  auto send = [&](auto& values) {
-    REQUIRE((*comm)->broadcast(std::as_writable_bytes(std::span(values)), 0).is_ok());
-  };
-  MirrorHeader open;
-  open.op = MirrorOp::kNew;
-  open.id = 1;
-  open.max_context = 64;
-  REQUIRE((*comm)->broadcast(std::as_writable_bytes(std::span(&open, 1)), 0).is_ok());
+  RawRank0 r;
+  r.open_sequence(1);
   // The header announces 2 image rows; the flags mark 1 position.
   MirrorHeader h;
   h.op = MirrorOp::kForward;
   h.id = 1;
   h.n_tokens = 3;
   h.image_rows = 2;
-  const Status sent = (*comm)->broadcast(std::as_writable_bytes(std::span(&h, 1)), 0);
-  INFO(sent.to_string());
-  REQUIRE(sent.is_ok());
+  r.send(h);
   std::vector<int32_t> ids{5, 6, 7};
   std::vector<uint8_t> flags{0, 1, 0};
   std::vector<float> rows(2 * 96, 0.5f);  // tiny8 hidden_size 96
-  send(ids);
-  send(flags);
-  send(rows);
-  const Status fs = follower.get();
-  REQUIRE(fs.message() ==
-          "TP follower: forward of sequence 1 flags 1 image positions, its header says 2");
-  const Status s0 = (*comm)->barrier();
-  REQUIRE(s0.code() == ErrorCode::kAborted);
-  REQUIRE_THAT(s0.message(), Catch::Contains("flags 1 image positions"));
+  r.send(std::span(ids));
+  r.send(std::span(flags));
+  r.send(std::span(rows));
+  r.expect_refusal("TP follower: forward of sequence 1 flags 1 image positions, its header says 2");
 }
 
 TEST_CASE("tp bad input: a follower refuses a draft round at the wrong position", "[tp][model]") {
-  const std::string dir = test::fixture("golden/tiny8");
-  const uint16_t port = tp_test::free_port();
-  std::future<Status> follower = start_follower(dir, port);
-  auto comm =
-      parallel::connect_tp_tcp(tp_test::loopback_params(0, port), tp_test::test_handshake());
-  REQUIRE(comm.is_ok());
-  MirrorHeader open;
-  open.op = MirrorOp::kNew;
-  open.id = 1;
-  open.max_context = 64;
-  REQUIRE((*comm)->broadcast(std::as_writable_bytes(std::span(&open, 1)), 0).is_ok());
+  RawRank0 r;
+  r.open_sequence(1);
   MirrorHeader h;
   h.op = MirrorOp::kDraft;
   h.id = 1;
   h.arg = 5;  // next
   h.pos0 = 3;
-  REQUIRE((*comm)->broadcast(std::as_writable_bytes(std::span(&h, 1)), 0).is_ok());
-  const Status fs = follower.get();
-  REQUIRE(fs.message() == "TP follower: sequence 1 is at position 0, rank 0 drafts at 3");
-  const Status s0 = (*comm)->barrier();
-  REQUIRE(s0.code() == ErrorCode::kAborted);
-  REQUIRE_THAT(s0.message(), Catch::Contains("rank 0 drafts at 3"));
+  r.send(h);
+  r.expect_refusal("TP follower: sequence 1 is at position 0, rank 0 drafts at 3");
 }
 
 TEST_CASE("tp bad input: image rows that do not fit their flags fail on rank 0 alone",

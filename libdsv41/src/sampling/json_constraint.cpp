@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/check.hpp"
+#include "sampling/logit_mask.hpp"
 
 namespace dsv41::sampling {
 
@@ -45,16 +46,7 @@ void JsonConstraint::mask(std::span<float> logits) {
     if (eot < logits.size()) logits[eot] = kBanned;
     return;
   }
-  const std::vector<int32_t> ok = allowed();
-  DSV41_CHECK(!ok.empty(), kInternal, "JSON constraint: no token can continue the object");
-  std::vector<float> keep(ok.size());
-  for (size_t i = 0; i < ok.size(); ++i) {
-    DSV41_CHECK(ok[i] >= 0 && static_cast<size_t>(ok[i]) < logits.size(), kInternal,
-                "JSON constraint: token {} outside the {} logits", ok[i], logits.size());
-    keep[i] = logits[ok[i]];
-  }
-  std::fill(logits.begin(), logits.end(), kBanned);
-  for (size_t i = 0; i < ok.size(); ++i) logits[ok[i]] = keep[i] == kBanned ? 0.0f : keep[i];
+  keep_only(logits, allowed(), "JSON constraint");
 }
 
 void JsonConstraint::accept(int32_t token) {

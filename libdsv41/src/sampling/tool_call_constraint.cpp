@@ -1,15 +1,10 @@
 // ToolCallConstraint (see tool_call_constraint.hpp).
 #include "sampling/tool_call_constraint.hpp"
 
-#include <limits>
-
 #include "core/check.hpp"
+#include "sampling/logit_mask.hpp"
 
 namespace dsv41::sampling {
-
-namespace {
-constexpr float kBanned = -std::numeric_limits<float>::infinity();
-}
 
 ToolCallConstraint::ToolCallConstraint(std::shared_ptr<const TokenVocabulary> vocab,
                                        ToolCallGrammarSpec spec)
@@ -45,16 +40,7 @@ std::vector<int32_t> ToolCallConstraint::allowed() {
 }
 
 void ToolCallConstraint::mask(std::span<float> logits) {
-  const std::vector<int32_t> ok = allowed();
-  DSV41_CHECK(!ok.empty(), kInternal, "tool-call constraint: no token can continue the call");
-  std::vector<float> keep(ok.size());
-  for (size_t i = 0; i < ok.size(); ++i) {
-    DSV41_CHECK(ok[i] >= 0 && static_cast<size_t>(ok[i]) < logits.size(), kInternal,
-                "tool-call constraint: token {} outside the {} logits", ok[i], logits.size());
-    keep[i] = logits[ok[i]];
-  }
-  std::fill(logits.begin(), logits.end(), kBanned);
-  for (size_t i = 0; i < ok.size(); ++i) logits[ok[i]] = keep[i] == kBanned ? 0.0f : keep[i];
+  keep_only(logits, allowed(), "tool-call constraint");
 }
 
 void ToolCallConstraint::accept(int32_t token) {

@@ -10,21 +10,13 @@
 #include "golden/model/golden_case.hpp"
 #include "support/event_collector.hpp"
 #include "support/fixtures.hpp"
+#include "support/tiny8_model.hpp"
 
 using namespace dsv41;
 
 namespace {
 
-const Model& tiny8() {
-  static Model m = [] {
-    ModelParams p;
-    p.model_dir = test::fixture("golden/tiny8");
-    auto r = Model::load(p);
-    if (!r.is_ok()) FAIL(r.status().to_string());
-    return std::move(r).value();
-  }();
-  return m;
-}
+const Model& tiny8() { return test::tiny8_model(); }
 
 struct Run {
   std::vector<int32_t> tokens;

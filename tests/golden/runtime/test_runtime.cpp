@@ -12,6 +12,7 @@
 #include "loader/safetensors.hpp"
 #include "support/event_collector.hpp"
 #include "support/fixtures.hpp"
+#include "support/tiny8_model.hpp"
 #include "support/tolerance.hpp"
 
 using namespace dsv41;
@@ -34,16 +35,7 @@ struct Golden {
   }
 };
 
-const Model& tiny8() {
-  static Model m = [] {
-    ModelParams p;
-    p.model_dir = fixture("golden/tiny8");
-    auto r = Model::load(p);
-    if (!r.is_ok()) FAIL(r.status().to_string());
-    return std::move(r).value();
-  }();
-  return m;
-}
+const Model& tiny8() { return test::tiny8_model(); }
 
 const Golden& golden() {
   static Golden g{SafetensorsFile::open(fixture("golden/tiny8/golden.safetensors"))};
