@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -14,11 +15,23 @@
 #include "dsv41/engine.hpp"
 #include "dsv41/model.hpp"
 
+namespace dsv41::sampling {
+struct TokenVocabulary;
+}
+
 namespace dsv41::server {
 
 class GenerationBackend {
  public:
   virtual ~GenerationBackend() = default;
+  // The vocabulary table of the output constraints (api/token_vocabulary.hpp), built on first
+  // use and kept with the backend whose tokenizer it reflects.
+  struct VocabularyCache {
+    std::mutex mu;
+    std::shared_ptr<const sampling::TokenVocabulary> table;
+  };
+  VocabularyCache& vocabulary_cache() const { return vocabulary_cache_; }
+
   virtual Result<std::vector<int32_t>> tokenize(std::string_view text, bool special) const = 0;
   virtual Result<std::string> detokenize(std::span<const int32_t> ids) const = 0;
   // A token's raw bytes (logprobs `bytes`). Default: its one-token decode.
@@ -48,6 +61,9 @@ class GenerationBackend {
   }
   // Cancels everything; every accepted request still gets its kFinished event.
   virtual void shutdown() = 0;
+
+ private:
+  mutable VocabularyCache vocabulary_cache_;
 };
 
 // The real engine over a loaded model.

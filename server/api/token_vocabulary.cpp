@@ -9,11 +9,9 @@
 namespace dsv41::server {
 
 std::shared_ptr<const sampling::TokenVocabulary> token_vocabulary(GenerationBackend& backend) {
-  static std::mutex mu;
-  static GenerationBackend* owner = nullptr;
-  static std::shared_ptr<const sampling::TokenVocabulary> cached;
-  std::lock_guard<std::mutex> lock(mu);
-  if (owner == &backend && cached) return cached;
+  GenerationBackend::VocabularyCache& cache = backend.vocabulary_cache();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  if (cache.table) return cache.table;
   auto v = std::make_shared<sampling::TokenVocabulary>();
   const int64_t n = backend.vocab_size();
   v->bytes.resize(static_cast<size_t>(n));
@@ -34,9 +32,8 @@ std::shared_ptr<const sampling::TokenVocabulary> token_vocabulary(GenerationBack
     DSV41_CHECK(ids, kInternal, "constrained decoding: cannot tokenize a forced literal");
     return std::move(*ids);
   };
-  owner = &backend;
-  cached = std::move(v);
-  return cached;
+  cache.table = std::move(v);
+  return cache.table;
 }
 
 }  // namespace dsv41::server

@@ -1,6 +1,8 @@
 // The vocabulary table the output constraints scan (every id's decoded text, the end-of-turn id,
-// a tokenizer for forced literals): built once per backend on the first constrained request and
-// shared by all (tool_choice.cpp, response_format.cpp).
+// a tokenizer for forced literals): built once per backend on the first constrained request,
+// kept in the backend (GenerationBackend::vocabulary_cache) and shared by all its requests
+// (tool_choice.cpp, response_format.cpp). A process-wide cache keyed by the backend's address
+// could hand a new backend at a reused address the old one's table.
 #pragma once
 
 #include <memory>
