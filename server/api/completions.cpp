@@ -63,8 +63,10 @@ std::vector<int32_t> prompt_ids(element root, const GenerationBackend& backend,
 class CompletionRun {
  public:
   // prompt_tokens: the prompt's length, so continuous usage counts it from the first chunk.
+  // echo_ids: the prompt's tokens when echo comes with logprobs (their entries lead the list).
   CompletionRun(Api& api, std::shared_ptr<ResponseChannel> channel, const GenerationFields& f,
-                std::string echo, int64_t prompt_tokens, const GenerationBackend* backend)
+                std::string echo, int64_t prompt_tokens, const GenerationBackend* backend,
+                std::vector<int32_t> echo_ids)
       : metrics_(api.metrics()),
         channel_(std::move(channel)),
         texts_(backend),
@@ -77,8 +79,10 @@ class CompletionRun {
         logprobs_(f.top_logprobs >= 0),
         with_top_(f.top_logprobs > 0),
         text_(std::move(echo)),
+        echo_ids_(std::move(echo_ids)),
         prompt_(prompt_tokens) {
-    if (stream_ && !text_.empty()) push_chunk(text_, nullptr);
+    // With logprobs the echo chunk waits for the prompt's log-probabilities (first event).
+    if (stream_ && !text_.empty() && echo_ids_.empty()) push_chunk(text_, nullptr);
   }
 
   void on_event(const GenerationEvent& ev) {
@@ -87,6 +91,7 @@ class CompletionRun {
     completion_ = ev.completion_tokens;
     if (ev.kind == GenerationEvent::Kind::kToken) {
       clock_.on_token(metrics_);
+      if (!echo_ids_.empty()) echo_logprobs(ev);
       if (auto lp = logprobs_of(ev)) logprobs_pending_.push_back(std::move(*lp));
       emit(ev.text);
       return;
@@ -129,6 +134,18 @@ class CompletionRun {
   }
 
  private:
+  // The prompt's entries (the first token has none) from the first event, ahead of the
+  // generated tokens'; a stream sends them with the echoed text.
+  void echo_logprobs(const GenerationEvent& ev) {
+    std::vector<TokenLogprobs> prompt;
+    prompt.push_back({TokenLogprob{echo_ids_[0], 0.0f}, {}, true});
+    for (size_t i = 0; i < ev.prompt_logprobs.size() && i + 1 < echo_ids_.size(); ++i)
+      prompt.push_back({ev.prompt_logprobs[i].token, ev.prompt_logprobs[i].top, false});
+    logprobs_pending_.insert(logprobs_pending_.begin(), prompt.begin(), prompt.end());
+    echo_ids_.clear();
+    if (stream_ && !text_.empty()) push_chunk(text_, nullptr);
+  }
+
   void emit(const std::string& text) {
     if (text.empty()) return;
     if (stream_) {
@@ -182,6 +199,7 @@ class CompletionRun {
   int64_t created_;
   bool stream_, include_usage_, continuous_usage_, logprobs_, with_top_;
   std::string text_;
+  std::vector<int32_t> echo_ids_;
   int64_t prompt_ = 0, cached_ = 0, completion_ = 0;
 };
 
@@ -202,15 +220,18 @@ HttpResponse handle_completions(Api& api, const HttpRequest& request) {
   gen.sampling = fields.sampling;
   gen.stop = fields.stop;
   gen.top_logprobs = fields.top_logprobs;
+  const bool echo_logprobs = fields.echo && fields.top_logprobs >= 0;
+  if (echo_logprobs) gen.prompt_logprobs = fields.top_logprobs;
   Status fit = fit_context("prompt", static_cast<int64_t>(gen.prompt.size()),
                            fields.max_tokens.value_or(kDefaultMaxTokens), backend->max_context(),
                            api.config().clamp_max_tokens, gen.stop);
   if (!fit.is_ok()) return error_response(fit);
   auto channel = std::make_shared<ResponseChannel>(
       fields.stream ? ResponseChannel::Mode::kEventStream : ResponseChannel::Mode::kDeferred);
-  auto run = std::make_shared<CompletionRun>(
-      api, channel, fields, fields.echo ? prompt_text : std::string(),
-      static_cast<int64_t>(gen.prompt.size()), backend.get());
+  auto run = std::make_shared<CompletionRun>(api, channel, fields,
+                                             fields.echo ? prompt_text : std::string(),
+                                             static_cast<int64_t>(gen.prompt.size()), backend.get(),
+                                             echo_logprobs ? gen.prompt : std::vector<int32_t>());
   Status s = submit_request(backend, std::move(gen), channel,
                             [run](const GenerationEvent& ev) { run->on_event(ev); });
   if (!s.is_ok()) return error_response(s);

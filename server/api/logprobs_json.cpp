@@ -71,11 +71,12 @@ void write_completion_logprobs(json::Writer& w, TokenTexts& texts,
   for (const TokenLogprobs& t : tokens) w.value(texts.get(t.chosen.token).text);
   w.end_array();
   w.key("token_logprobs").begin_array();
-  for (const TokenLogprobs& t : tokens) w.value(json_logprob(t.chosen.logprob));
+  for (const TokenLogprobs& t : tokens)
+    t.no_value ? (void)w.null() : (void)w.value(json_logprob(t.chosen.logprob));
   w.end_array();
   w.key("top_logprobs").begin_array();
   for (const TokenLogprobs& t : tokens) {
-    if (!with_top) {
+    if (!with_top || t.no_value) {
       w.null();
       continue;
     }

@@ -33,10 +33,12 @@ class TokenTexts {
   std::unordered_map<int32_t, Text> cache_;
 };
 
-// One token event's log-probabilities.
+// One token event's log-probabilities. no_value: a token with none (the first prompt token of
+// an echo: nothing precedes it), written as null.
 struct TokenLogprobs {
   TokenLogprob chosen;
   std::vector<TokenLogprob> top;
+  bool no_value = false;
 };
 // The event's, when it carries them.
 std::optional<TokenLogprobs> logprobs_of(const GenerationEvent& ev);

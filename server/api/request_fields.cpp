@@ -177,8 +177,7 @@ GenerationFields parse_generation_fields(element root, Endpoint endpoint, int64_
   } else {
     if (auto v = field(root, "logprobs")) g.top_logprobs = top_count(*v, "logprobs");
     if (auto v = field(root, "echo")) g.echo = boolean(*v, "echo");
-    DSV41_CHECK(!g.echo || g.top_logprobs < 0, kInvalidArgument,
-                "logprobs: not supported with echo (prompt log-probabilities are not computed)");
+
     if (auto v = field(root, "suffix")) {
       DSV41_CHECK(v->type() == element_type::STRING && std::string_view(*v).empty(),
                   kInvalidArgument, "suffix: not supported");

@@ -281,10 +281,33 @@ class ServerTest(unittest.TestCase):
         status, zero = self.s.json("POST", "/v1/completions", dict(body, logprobs=0))
         self.assertEqual(zero["choices"][0]["logprobs"]["token_logprobs"], lp["token_logprobs"])
         self.assertEqual(zero["choices"][0]["logprobs"]["top_logprobs"], [None] * 10)
-        for bad, param in (({"logprobs": 21}, "logprobs"), ({"logprobs": 1, "echo": True},
-                                                            "logprobs")):
-            status, err = self.s.json("POST", "/v1/completions", dict(body, **bad))
-            self.assertError(status, err, 400, "invalid_request_error", param)
+        status, err = self.s.json("POST", "/v1/completions", dict(body, logprobs=21))
+        self.assertError(status, err, 400, "invalid_request_error", "logprobs")
+        # echo + logprobs (lm-eval's loglikelihood request): the prompt's tokens lead, the first
+        # without a value, then the generated ones; the stream sends the same.
+        echo = {"prompt": "Hello, world", "max_tokens": 3, "temperature": 0, "logprobs": 1,
+                "echo": True}
+        status, full = self.s.json("POST", "/v1/completions", echo)
+        self.assertEqual(status, 200, full)
+        lp = full["choices"][0]["logprobs"]
+        n_prompt = full["usage"]["prompt_tokens"]
+        self.assertEqual(len(lp["tokens"]), n_prompt + 3)
+        self.assertIsNone(lp["token_logprobs"][0])
+        self.assertIsNone(lp["top_logprobs"][0])
+        self.assertTrue(all(x <= 0 for x in lp["token_logprobs"][1:]))
+        self.assertTrue(all(len(t) >= 1 for t in lp["top_logprobs"][1:]))
+        self.assertTrue(full["choices"][0]["text"].startswith("Hello, world"))
+        self.assertEqual(lp["text_offset"][0], 0)
+        status, _, lines = self.s.stream_lines("/v1/completions", dict(echo, stream=True))
+        merged = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
+        text = ""
+        for ev in parse_sse(lines):
+            text += ev["choices"][0]["text"]
+            if ev["choices"][0]["logprobs"]:
+                for k in merged:
+                    merged[k] += ev["choices"][0]["logprobs"][k]
+        self.assertEqual(merged, lp)
+        self.assertEqual(text, full["choices"][0]["text"])
 
     def token_id(self, text, special=False):
         status, tok = self.s.json("POST", "/tokenize", {"prompt": text,

@@ -77,6 +77,11 @@ struct GenerationRequest {
   // distribution, docs/sampling.md "Log-probabilities"). Such a request reads its logits on the
   // host (no device sampling on CUDA).
   int top_logprobs = -1;
+  // -1: none. 0..kMaxTopLogprobs: the first kToken event carries prompt_logprobs, the
+  // log-probability of every prompt token after the first given the tokens before it, with this
+  // many alternatives (vLLM's prompt_logprobs; the completions API's echo + logprobs). Such a
+  // request computes every prompt row's logits (no prefix-cache reuse, no device sampling).
+  int prompt_logprobs = -1;
 };
 
 using RequestId = uint64_t;
@@ -97,6 +102,14 @@ struct GenerationEvent {
   // top_logprobs most likely tokens at its position, descending (ties: lower id first).
   std::optional<TokenLogprob> logprob;
   std::vector<TokenLogprob> top_logprobs;
+  // The first kToken event of a request with prompt_logprobs >= 0: for prompt positions
+  // 1..n-1 (entry i-1 for position i), the prompt token's log-probability and the most likely
+  // tokens at that position. Empty on every other event.
+  struct PromptPosition {
+    TokenLogprob token;
+    std::vector<TokenLogprob> top;
+  };
+  std::vector<PromptPosition> prompt_logprobs;
 };
 
 using EventCallback = std::function<void(const GenerationEvent&)>;

@@ -43,8 +43,9 @@ void Engine::Impl::step(EngineRequest& r, int64_t* budget) {
   // The step that samples runs the chain where the logits are (the CUDA backend: one 16-byte
   // result instead of the vocab's logits), with the same tokens (docs/sampling.md "Device
   // path"). A constraint masks host logits, so such requests keep the host path.
-  const bool on_device =
-      model->backend->samples_on_device() && !r.req.constraint && r.req.top_logprobs < 0;
+  const bool on_device = model->backend->samples_on_device() && !r.req.constraint &&
+                         r.req.top_logprobs < 0 && r.req.prompt_logprobs < 0;
+  const bool prompt_rows = r.req.prompt_logprobs >= 0;  // every prefill row's logits
   std::span<const int32_t> ids;
   const int32_t pending = r.pending_token;
   if (r.prefilled < n_prompt) {
@@ -68,13 +69,26 @@ void Engine::Impl::step(EngineRequest& r, int64_t* budget) {
     const int64_t b = r.prefilled, e = b + static_cast<int64_t>(ids.size());
     const int64_t D = model->info.hidden_size;
     logits = session_append(
-        *r.session, ids, false,
+        *r.session, ids, prompt_rows,
         std::span<const uint8_t>(r.image_flags).subspan(static_cast<size_t>(b), ids.size()),
         std::span<const float>(r.image_rows)
             .subspan(static_cast<size_t>(r.flagged_before[b] * D),
                      static_cast<size_t>((r.flagged_before[e] - r.flagged_before[b]) * D)));
   } else {
-    logits = session_append(*r.session, ids, false);
+    logits = session_append(*r.session, ids, prefill && prompt_rows);
+  }
+  if (prefill && prompt_rows) {
+    // Row j holds the distribution of position b + j + 1: the prompt token there, if any.
+    const int64_t V = model->info.vocab_size, b = r.prefilled;
+    const int64_t rows = static_cast<int64_t>(logits.size()) / V;
+    for (int64_t j = 0; j < rows && b + j + 1 < n_prompt; ++j) {
+      sampling::PositionLogprobs lp = sampling::position_logprobs(
+          std::span<const float>(logits.data() + j * V, static_cast<size_t>(V)),
+          r.req.prompt[static_cast<size_t>(b + j + 1)], r.req.prompt_logprobs);
+      r.prompt_lp.push_back({lp.chosen, std::move(lp.top)});
+    }
+    // The last row is the one the first token is drawn from.
+    logits.erase(logits.begin(), logits.end() - V);
   }
   if (prefill) {
     r.prefilled += static_cast<int64_t>(ids.size());
@@ -121,6 +135,7 @@ bool Engine::Impl::deliver(EngineRequest& r, int32_t id, int64_t surplus_rows,
   ev.prompt_tokens = n_prompt;
   ev.cached_tokens = r.cached;
   ev.completion_tokens = r.generated;
+  if (r.generated == 1) ev.prompt_logprobs = std::move(r.prompt_lp);
   if (raw_logits != nullptr) {
     sampling::PositionLogprobs lp = sampling::position_logprobs(
         std::span<const float>(raw_logits, static_cast<size_t>(model->info.vocab_size)), id,
@@ -161,7 +176,10 @@ bool Engine::Impl::admit_locked(std::vector<std::unique_ptr<EngineRequest>>* fai
     req->session->params.chunk_tokens = params.max_batched_tokens;
     // Tokens, as vLLM counts them (hit rate = hits / queries over prompt tokens).
     stats.prefix_cache_queries += static_cast<int64_t>(req->req.prompt.size());
-    const SequenceHandle* hit = cache.longest_prefix(req->req.prompt, req->image_keys);
+    // Prompt log-probabilities need every prompt row computed: no reuse.
+    const SequenceHandle* hit = req->req.prompt_logprobs >= 0
+                                    ? nullptr
+                                    : cache.longest_prefix(req->req.prompt, req->image_keys);
     const int64_t reserve = reserve_tokens(req->req);
     auto make = [&] {
       return detail::capture_status([&] {
@@ -296,10 +314,12 @@ Result<RequestId> Engine::submit(GenerationRequest request, EventCallback on_eve
                                                      "] = " + std::to_string(request.prompt[i]) +
                                                      " is outside the vocabulary [0, " +
                                                      std::to_string(info.vocab_size) + ")");
-  if (request.top_logprobs < -1 || request.top_logprobs > kMaxTopLogprobs)
-    return Status(ErrorCode::kInvalidArgument,
-                  "GenerationRequest.top_logprobs = " + std::to_string(request.top_logprobs) +
-                      " must be -1 (off) or in [0, " + std::to_string(kMaxTopLogprobs) + "]");
+  for (const auto& [name, n] : {std::pair<const char*, int>{"top_logprobs", request.top_logprobs},
+                                {"prompt_logprobs", request.prompt_logprobs}})
+    if (n < -1 || n > kMaxTopLogprobs)
+      return Status(ErrorCode::kInvalidArgument,
+                    fmt::format("GenerationRequest.{} = {} must be -1 (off) or in [0, {}]", name, n,
+                                kMaxTopLogprobs));
   if (static_cast<int64_t>(request.prompt.size()) >= e.max_context)
     return Status(ErrorCode::kContextOverflow,
                   "prompt of " + std::to_string(request.prompt.size()) +

@@ -48,10 +48,11 @@ struct DSV41_INTERNAL EngineRequest {
   std::vector<float> image_rows;
   std::vector<int64_t> flagged_before;
   std::vector<ImageKey> image_keys;
-  int64_t prefilled = 0;                                 // prompt tokens already in the state
-  int64_t cached = 0;                                    // of which served from the prefix cache
-  int32_t pending_token = -1;                            // sampled, not yet appended
-  std::optional<sampling::Xoshiro256StarStar> spec_rng;  // acceptance draws (speculative_tokens)
+  int64_t prefilled = 0;                                   // prompt tokens already in the state
+  std::vector<GenerationEvent::PromptPosition> prompt_lp;  // prompt_logprobs, filled by prefill
+  int64_t cached = 0;                                      // of which served from the prefix cache
+  int32_t pending_token = -1;                              // sampled, not yet appended
+  std::optional<sampling::Xoshiro256StarStar> spec_rng;    // acceptance draws (speculative_tokens)
   int64_t generated = 0;
   bool cancelled = false;
   bool finished = false;  // the kFinished event was sent

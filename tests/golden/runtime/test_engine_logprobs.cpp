@@ -26,9 +26,10 @@ struct Run {
   EngineStats stats;
 };
 
-Run run(const GenerationRequest& req, int speculative_tokens = 0) {
+Run run(const GenerationRequest& req, int speculative_tokens = 0, int64_t chunk = 2048) {
   EngineParams ep;
   ep.speculative_tokens = speculative_tokens;
+  ep.max_batched_tokens = chunk;
   ep.prefix_cache_entries = 0;
   auto engine = Engine::create(tiny8(), ep);
   REQUIRE(engine.is_ok());
@@ -163,6 +164,69 @@ TEST_CASE("engine logprobs: speculative rounds report the verify rows' values",
     CHECK(spec.tokens[i].token == plain.tokens[i].token);
     CHECK(spec.tokens[i].logprob->logprob == Approx(plain.tokens[i].logprob->logprob).margin(1e-5));
   }
+}
+
+TEST_CASE("engine prompt logprobs: each prompt token given its prefix, in any chunking",
+          "[golden][runtime]") {
+  test::GoldenCase g("tiny8");
+  const auto p1 = g.i32("prompt1.input_ids");
+  // Reference: one all-rows prefill; row i is the distribution of position i + 1.
+  auto s = Session::create(tiny8());
+  REQUIRE(s.is_ok());
+  Result<std::vector<float>> rows = s->append(p1, /*all_logits=*/true);
+  REQUIRE(rows.is_ok());
+  const int64_t V = tiny8().info().vocab_size, n = static_cast<int64_t>(p1.size());
+  GenerationRequest req = request(p1, 3, -1);
+  req.prompt_logprobs = 2;
+  for (int64_t chunk : {int64_t{2048}, int64_t{7}}) {
+    INFO("chunk " << chunk);
+    const Run r = run(req, 0, chunk);
+    const auto& pl = r.tokens.at(0).prompt_logprobs;
+    REQUIRE(static_cast<int64_t>(pl.size()) == n - 1);
+    for (int64_t i = 0; i + 1 < n; ++i) {
+      INFO("position " << i + 1);
+      const float* row = rows->data() + i * V;
+      const double m = *std::max_element(row, row + V);
+      double sum = 0;
+      for (int64_t v = 0; v < V; ++v) sum += std::exp(row[v] - m);
+      const int32_t tok = p1[static_cast<size_t>(i + 1)];
+      CHECK(pl[i].token.token == tok);
+      CHECK(pl[i].token.logprob == Approx(row[tok] - m - std::log(sum)).margin(1e-5));
+      REQUIRE(pl[i].top.size() == 2);
+      CHECK(pl[i].top[0].logprob >= pl[i].top[1].logprob);
+      CHECK(pl[i].top[0].logprob == Approx(-std::log(sum)).margin(1e-5));  // the row's max
+    }
+    for (size_t t = 1; t < r.tokens.size(); ++t) CHECK(r.tokens[t].prompt_logprobs.empty());
+    CHECK_FALSE(r.tokens[0].logprob.has_value());  // top_logprobs stays off
+  }
+  // A cached prefix is not reused for such a request (its rows were never computed there).
+  auto engine = Engine::create(tiny8());
+  REQUIRE(engine.is_ok());
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<GenerationEvent> firsts, dones;
+  auto cb = [&](const GenerationEvent& ev) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (ev.kind == GenerationEvent::Kind::kToken && ev.completion_tokens == 1) firsts.push_back(ev);
+    if (ev.kind == GenerationEvent::Kind::kFinished) dones.push_back(ev);
+    cv.notify_all();
+  };
+  GenerationRequest plain = request(p1, 2, -1);
+  REQUIRE(engine->submit(plain, cb).is_ok());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    REQUIRE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return dones.size() == 1; }));
+  }
+  REQUIRE(engine->submit(req, cb).is_ok());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    REQUIRE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return dones.size() == 2; }));
+  }
+  CHECK(dones[1].cached_tokens == 0);
+  CHECK(static_cast<int64_t>(firsts[1].prompt_logprobs.size()) == n - 1);
+  req.prompt_logprobs = 21;
+  CHECK_THAT(engine->submit(req, [](const GenerationEvent&) {}).status().message(),
+             Catch::Contains("GenerationRequest.prompt_logprobs = 21"));
 }
 
 TEST_CASE("engine logprobs: a count outside [-1, 20] is refused naming the field",
