@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
       libsimdjson-dev libfmt-dev catch2 libboost-dev libpcre2-dev libutf8proc-dev libibverbs-dev
-      libpng-dev libjpeg-dev libgif-dev libwebp-dev
+      libpng-dev libjpeg-dev libgif-dev libwebp-dev python3-pil python3-numpy
       python3 iproute2 curl rsync)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -67,18 +67,23 @@ void decode_png(const unsigned char* data, size_t size, long long max_pixels, De
   }
   const int color = png_get_color_type(png, info);
   // Pillow's convert("RGB"): palette -> its RGB entries (transparency ignored), grey -> three
-  // equal channels, alpha dropped, 16-bit -> high byte.
+  // equal channels, alpha dropped, 16-bit -> high byte; but 16-bit grey alone opens as mode "I"
+  // ("I;16" in newer Pillow) whose conversion saturates: min(v, 255) (checked against Pillow
+  // 9.4 by golden:vision_pillow_oracle; Convert.c I16_RGB does the same).
+  const bool grey16 = color == PNG_COLOR_TYPE_GRAY && png_get_bit_depth(png, info) == 16;
   if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
   if (color == PNG_COLOR_TYPE_GRAY && png_get_bit_depth(png, info) < 8)
     png_set_expand_gray_1_2_4_to_8(png);
-  png_set_strip_16(png);
+  if (!grey16) png_set_strip_16(png);
   png_set_strip_alpha(png);
-  if (color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(png);
+  if (!grey16 && (color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA))
+    png_set_gray_to_rgb(png);
   png_set_interlace_handling(png);
   png_read_update_info(png, info);
-  if (png_get_rowbytes(png, info) != static_cast<size_t>(w) * 3) {
+  const size_t row_bytes = static_cast<size_t>(w) * (grey16 ? 2 : 3);
+  if (png_get_rowbytes(png, info) != row_bytes) {
     std::snprintf(out->error, 200, "PNG rows of %zu bytes after conversion (expected %zu)",
-                  static_cast<size_t>(png_get_rowbytes(png, info)), static_cast<size_t>(w) * 3);
+                  static_cast<size_t>(png_get_rowbytes(png, info)), row_bytes);
     std::longjmp(src.jump, 1);
   }
   out->rgb = static_cast<unsigned char*>(std::malloc(static_cast<size_t>(w) * h * 3));
@@ -88,9 +93,16 @@ void decode_png(const unsigned char* data, size_t size, long long max_pixels, De
     std::longjmp(src.jump, 1);
   }
   png_bytep* const row_ptrs = rows;
-  for (png_uint_32 y = 0; y < h; ++y) row_ptrs[y] = out->rgb + static_cast<size_t>(y) * w * 3;
+  for (png_uint_32 y = 0; y < h; ++y) row_ptrs[y] = out->rgb + static_cast<size_t>(y) * row_bytes;
   png_read_image(png, row_ptrs);
   png_read_end(png, nullptr);
+  if (grey16) {  // big-endian samples packed at the front: widen in place, last pixel first
+    for (size_t i = static_cast<size_t>(w) * h; i-- > 0;) {
+      const unsigned v = (unsigned{out->rgb[2 * i]} << 8) | out->rgb[2 * i + 1];
+      const auto c = static_cast<unsigned char>(v > 255 ? 255 : v);
+      out->rgb[3 * i] = out->rgb[3 * i + 1] = out->rgb[3 * i + 2] = c;
+    }
+  }
   std::free(rows);
   png_destroy_read_struct(&png, &info, nullptr);
   out->width = static_cast<int>(w);
