@@ -39,8 +39,23 @@ def stub_reference_imports():
     sys.modules[utils.__name__] = utils
 
 
+def shim_old_torch():
+    """Torch < 2.0 (Debian 12's 1.13) has no F.scaled_dot_product_attention: its definition
+    without mask or dropout, softmax(q kᵀ / sqrt(d)) v, in the inputs' dtype."""
+    import torch.nn.functional as F
+    if hasattr(F, "scaled_dot_product_attention"):
+        return
+
+    def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+        assert attn_mask is None and dropout_p == 0.0 and not is_causal
+        s = scale if scale is not None else 1.0 / (q.shape[-1] ** 0.5)
+        return torch.softmax(q @ k.transpose(-2, -1) * s, dim=-1) @ v
+    F.scaled_dot_product_attention = sdpa
+
+
 def load_module(path):
     stub_reference_imports()
+    shim_old_torch()
     spec = importlib.util.spec_from_file_location("reference_vision", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
