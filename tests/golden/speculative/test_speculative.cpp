@@ -14,6 +14,7 @@
 #include "dsv41/speculative.hpp"
 #include "loader/safetensors.hpp"
 #include "support/fixtures.hpp"
+#include "support/tiny8_model.hpp"
 #include "support/tolerance.hpp"
 
 using namespace dsv41;
@@ -25,16 +26,7 @@ namespace {
 
 constexpr double kLogitTol = 2e-3;  // tiny8 end to end (tiny8/README.md)
 
-const Model& tiny8() {
-  static Model m = [] {
-    ModelParams p;
-    p.model_dir = fixture("golden/tiny8");
-    auto r = Model::load(p);
-    if (!r.is_ok()) FAIL(r.status().to_string());
-    return std::move(r).value();
-  }();
-  return m;
-}
+const Model& tiny8() { return test::tiny8_model(); }
 
 Ids golden_ids(const std::string& name) {
   static auto file = SafetensorsFile::open(fixture("golden/tiny8/golden.safetensors"));
