@@ -56,6 +56,11 @@ int run_follower_rank(const ServerConfig& config, const TensorParallelParams& tp
   ModelParams mp;
   mp.model_dir = config.model_dir;
   mp.threads = config.threads;
+  // As rank 0's: the backend and the draft module decide the collectives of every step (the
+  // rendezvous refuses a pair that disagrees; --backend and --speculative-method were once
+  // dropped here, so a follower given them by flag loaded the defaults).
+  mp.backend = config.backend;
+  mp.dspark = config.dspark();
   mp.tp = tp;
   mp.tp.cancel = &stop;  // SIGTERM/SIGINT while still connecting ends the connect retry loop
   Status result;

@@ -15,7 +15,11 @@ Then:
   5. (with TINY8_VISION) a chat request with a PNG on tiny8 with a tiny vision tower (the
      dsv41_tiny8_vision fixture writer): rank 0 encodes, the span's rows travel to rank 1 with
      the forward; the same greedy answer as a one-process server.
-usage: tp_netns_test.py DSV41_SERVER DSV41_TP_LOGITS MODEL_DIR [TINY8_VISION]
+  6. (with TINY8_DSPARK) both ranks started with --speculative-method dspark on tiny8 with the
+     synthetic draft module: each rank holds half of the draft module, rank 0 mirrors every
+     draft round; the greedy completion equals a one-process server without speculation, and
+     /metrics counts verified drafts.
+usage: tp_netns_test.py DSV41_SERVER DSV41_TP_LOGITS MODEL_DIR [TINY8_VISION [TINY8_DSPARK]]
 """
 import array
 import base64
@@ -35,6 +39,7 @@ import zlib
 
 SERVER, LOGITS, MODEL = sys.argv[1:4]
 TINY8_VISION = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] else None
+TINY8_DSPARK = sys.argv[5] if len(sys.argv) > 5 and sys.argv[5] else None
 KEY = "tp-test-key-0123456789"
 LISTEN_RE = re.compile(r"listening on http://[^:]+:(\d+)")
 CLONE_NEWNET = 0x40000000
@@ -160,13 +165,14 @@ def server_args(extra, model=MODEL):
             "--threads", "1"] + extra
 
 
-def start_pair(fab, port, rank1_extra=(), model=MODEL):
+def start_pair(fab, port, rank1_extra=(), model=MODEL, both_extra=()):
     r1 = Proc(fab.cmd(1, server_args(["--rank", "1", "--peer", f"{fab.addr[0]}:{port}",
                                       "--tp-bind", fab.addr[1], "--tp-heartbeat-timeout-ms",
-                                      "2000"] + list(rank1_extra), model)))
+                                      "2000"] + list(rank1_extra) + list(both_extra), model)))
     r0 = Proc(fab.cmd(0, server_args(["--rank", "0", "--peer", fab.addr[1], "--tp-bind",
                                       fab.addr[0], "--tp-port", str(port),
-                                      "--tp-heartbeat-timeout-ms", "2000"], model)))
+                                      "--tp-heartbeat-timeout-ms", "2000"] + list(both_extra),
+                                     model)))
     return r0, r1
 
 
@@ -327,6 +333,36 @@ def test_image(fab, port):
         shutil.rmtree(model, ignore_errors=True)
 
 
+def test_dspark(fab, port):
+    model = subprocess.run([TINY8_DSPARK], check=True, capture_output=True,
+                           text=True).stdout.strip()
+    try:
+        body = dict(COMPLETION, max_tokens=16, ignore_eos=True)
+        one = Proc(fab.cmd(0, server_args([], model)))
+        wait_healthy(one)
+        status, resp = req(one.port, "POST", "/v1/completions", body)
+        assert status == 200, resp
+        want = json.loads(resp)["choices"][0]["text"]
+        assert one.stop() == 0
+        dspark = ["--speculative-tokens", "5", "--speculative-method", "dspark"]
+        r0, r1 = start_pair(fab, port, model=model, both_extra=dspark)
+        wait_healthy(r0)
+        status, resp = req(r0.port, "POST", "/v1/completions", body)
+        assert status == 200, resp
+        got = json.loads(resp)["choices"][0]["text"]
+        status, metrics = req(r0.port, "GET", "/metrics")
+        drafts = [l for l in metrics.decode().splitlines()
+                  if l.startswith("vllm:spec_decode_num_draft_tokens")]
+        print(f"dspark under TP through the server: one process {want!r}, TP pair {got!r}; "
+              f"{drafts[0] if drafts else 'no draft counter'}", flush=True)
+        assert got == want
+        assert drafts and float(drafts[0].rsplit(" ", 1)[1]) > 0, drafts
+        assert r0.stop() == 0, r0.text()
+        assert r1.wait(20) == 0, "rank 1 did not stop with rank 0:\n" + r1.text()
+    finally:
+        shutil.rmtree(model, ignore_errors=True)
+
+
 def main():
     fab = Fabric()
     try:
@@ -338,6 +374,10 @@ def main():
             test_image(fab, base + 3)
         else:
             print("SKIP image chat: no dsv41_tiny8_vision given", flush=True)
+        if TINY8_DSPARK:
+            test_dspark(fab, base + 4)
+        else:
+            print("SKIP dspark: no dsv41_tiny8_dspark given", flush=True)
     finally:
         for p in Proc.started:
             if p.p.poll() is None:
