@@ -76,6 +76,45 @@ bool JsonGrammar::end_value(uint8_t c) {
   return false;
 }
 
+bool JsonGrammar::string_byte(uint8_t c) {
+  if (utf8_left_ > 0) {  // a continuation byte, in the range the lead allows for the first
+    if (c < utf8_lo_ || c > utf8_hi_) return false;
+    --utf8_left_;
+    utf8_lo_ = 0x80;
+    utf8_hi_ = 0xBF;
+    return true;
+  }
+  if (c < 0x80) {
+    if (c == '"') {
+      mode_ = string_is_key_ ? Mode::kColon : Mode::kAfterValue;
+    } else if (c == '\\') {
+      mode_ = Mode::kEscape;
+    } else if (c < 0x20) {
+      return false;  // control characters must be escaped
+    }
+    return true;
+  }
+  // Lead bytes (RFC 3629 table): the count of continuation bytes and the first one's range.
+  if (c >= 0xC2 && c <= 0xDF) {
+    utf8_left_ = 1;
+  } else if (c == 0xE0) {
+    utf8_left_ = 2, utf8_lo_ = 0xA0;
+  } else if (c == 0xED) {
+    utf8_left_ = 2, utf8_hi_ = 0x9F;
+  } else if (c >= 0xE1 && c <= 0xEF) {
+    utf8_left_ = 2;
+  } else if (c == 0xF0) {
+    utf8_left_ = 3, utf8_lo_ = 0x90;
+  } else if (c >= 0xF1 && c <= 0xF3) {
+    utf8_left_ = 3;
+  } else if (c == 0xF4) {
+    utf8_left_ = 3, utf8_hi_ = 0x8F;
+  } else {
+    return false;  // a continuation byte without a lead, C0, C1, F5..FF
+  }
+  return true;
+}
+
 bool JsonGrammar::feed_in_number(uint8_t c) {
   switch (num_) {
     case Num::kSign:
@@ -137,15 +176,7 @@ bool JsonGrammar::feed(uint8_t c) {
       ok = g.whitespace(c) || (c == ':' && (g.mode_ = Mode::kValue, true));
       break;
     case Mode::kString:
-      if (c == '"') {
-        g.mode_ = g.string_is_key_ ? Mode::kColon : Mode::kAfterValue;
-        ok = true;
-      } else if (c == '\\') {
-        g.mode_ = Mode::kEscape;
-        ok = true;
-      } else {
-        ok = c >= 0x20;  // control characters must be escaped
-      }
+      ok = g.string_byte(c);
       break;
     case Mode::kEscape:
       if (c == 'u') {

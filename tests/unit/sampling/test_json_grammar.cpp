@@ -41,7 +41,7 @@ TEST_CASE("json grammar: objects with every kind of value are accepted", "[unit]
       R"({"a":1})",
       R"({"a": -0.5e+10, "b": [1, 2.25, -3E2, 0], "c": {"d": [], "e": {}}})",
       R"({"s": "tab\t \"q\" \\ \/ \u00e9 \uD83D\uDE00", "t": true, "f": false, "n": null})",
-      "{\"utf8\": \"\xC3\xA9\xE2\x82\xAC\"}",
+      "{\"utf8\": \"\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\xED\x9F\xBF\xF4\x8F\xBF\xBF\"}",
       R"({"nested": [[[{"x": [null]}]]]})",
   };
   for (const std::string& text : good) {
@@ -74,6 +74,13 @@ TEST_CASE("json grammar: the first bad byte is rejected", "[unit][sampling]") {
       {"{\"a\": \"\x01\"}", 7},  // a raw control character
       {R"({"a": 1}})", 8},       // after the object
       {R"({"a": 1])", 7},        // wrong close
+      // Strings are UTF-8 (RFC 3629): a bad lead, an overlong form, a surrogate, past U+10FFFF,
+      // a missing continuation.
+      {"{\"a\": \"\xC0\xAF\"}", 7},
+      {"{\"a\": \"\xE0\x80\x80\"}", 8},
+      {"{\"a\": \"\xED\xA0\x80\"}", 8},
+      {"{\"a\": \"\xF4\x90\x80\x80\"}", 8},
+      {"{\"a\": \"\xC3\"}", 8},
   };
   for (const auto& [text, at] : bad) {
     INFO(text);
