@@ -44,8 +44,11 @@ void require_rows_equal(const std::string& ctx, const std::vector<float>& got,
   }
 }
 
-// `bad_ids`: also put ids outside [0, vocab) in, whose rows must come back NaN.
-void run_embed(int64_t T, int hc, int64_t D, int64_t vocab, bool bad_ids = false) {
+// `bad_ids`: also put ids outside [0, vocab) in, whose rows must come back NaN. `images`: every
+// third position is an image-span position whose rows come from a dense [T, D] block of any fp32
+// bit patterns (embed_rows_with_images; the CPU reference copies image_embeds unchanged).
+void run_embed(int64_t T, int hc, int64_t D, int64_t vocab, bool bad_ids = false,
+               bool images = false) {
   const uint64_t seed = fresh_seed();
   std::mt19937_64 rng(seed);
   // Every 16-bit pattern (NaN, inf, subnormals, -0 included): the conversion is a shift.
@@ -67,11 +70,25 @@ void run_embed(int64_t T, int hc, int64_t D, int64_t vocab, bool bad_ids = false
   ModelWeights mw;
   mw.embed.info = &info;
   mw.embed.data = reinterpret_cast<const uint8_t*>(table.data());  // little-endian host
+  std::vector<uint8_t> flags(static_cast<size_t>(T), 0);
+  std::vector<float> image_rows(static_cast<size_t>(T * D));
+  if (images) {
+    for (int64_t t = 0; t < T; ++t) flags[t] = (t % 3 == 1) ? 1 : 0;
+    std::uniform_int_distribution<uint32_t> any_word;
+    for (float& v : image_rows) {
+      const uint32_t u = any_word(rng);
+      std::memcpy(&v, &u, 4);
+    }
+  }
   std::vector<float> want(static_cast<size_t>(T * hc * D), std::nanf(""));
   for (int64_t t = 0; t < T; ++t) {
-    if (ids[t] < 0 || ids[t] >= vocab) continue;  // the contract: NaN rows
     float* h = want.data() + t * hc * D;
-    mw.embed_row(ids[t], h);
+    if (flags[t] != 0) {
+      std::copy_n(image_rows.data() + t * D, D, h);
+    } else {
+      if (ids[t] < 0 || ids[t] >= vocab) continue;  // the contract: NaN rows
+      mw.embed_row(ids[t], h);
+    }
     for (int k = 1; k < hc; ++k) std::copy_n(h, D, h + k * D);
   }
 
@@ -80,13 +97,24 @@ void run_embed(int64_t T, int hc, int64_t D, int64_t vocab, bool bad_ids = false
   dids.upload(std::span<const int32_t>(ids));
   dtable.upload(std::span<const uint16_t>(table));
   dH.fill_bytes(0x55);  // a finite pattern: an unwritten element fails the bit comparison
-  DSV41_CUDA_CHECK(kernels::embed_rows(dids.as<int32_t>(), dtable.as<uint16_t>(), dH.as<float>(), T,
-                                       hc, D, vocab, stream.get()));
-  stream.synchronize();
+  if (images) {
+    cuda::DeviceBuffer dflags(flags.size()), drows(image_rows.size() * 4);
+    dflags.upload(std::span<const uint8_t>(flags));
+    drows.upload(std::span<const float>(image_rows));
+    DSV41_CUDA_CHECK(kernels::embed_rows_with_images(
+        dids.as<int32_t>(), dtable.as<uint16_t>(), dflags.as<uint8_t>(), drows.as<float>(),
+        dH.as<float>(), T, hc, D, vocab, stream.get()));
+    stream.synchronize();
+  } else {
+    DSV41_CUDA_CHECK(kernels::embed_rows(dids.as<int32_t>(), dtable.as<uint16_t>(), dH.as<float>(),
+                                         T, hc, D, vocab, stream.get()));
+    stream.synchronize();
+  }
   std::vector<float> got(want.size());
   dH.download(std::span<float>(got));
-  require_rows_equal(fmt::format("T {} hc {} D {} vocab {} seed {:#x}", T, hc, D, vocab, seed), got,
-                     want, hc, D);
+  require_rows_equal(
+      fmt::format("T {} hc {} D {} vocab {} images {} seed {:#x}", T, hc, D, vocab, images, seed),
+      got, want, hc, D);
 }
 
 }  // namespace
@@ -102,6 +130,14 @@ TEST_CASE("embed_rows matches embed_row replicated to the streams", "[kernel][to
 TEST_CASE("embed_rows writes NaN rows for ids outside the vocabulary", "[kernel][token]") {
   if (skip_without_gpu()) return;
   run_embed(4, 4, 96, 50, true);
+}
+
+TEST_CASE("embed_rows_with_images copies image rows at flagged positions bit-exactly",
+          "[kernel][token]") {
+  if (skip_without_gpu()) return;
+  run_embed(7, 4, 96, 300, false, true);      // tiny8 widths
+  run_embed(5, 4, 96, 50, true, true);        // ids outside the vocabulary beside image rows
+  run_embed(40, 4, 5120, 2048, false, true);  // released D
 }
 
 // Rejected before anything is dereferenced: no device needed.
@@ -121,6 +157,16 @@ TEST_CASE("embed_rows rejects unsupported arguments", "[kernel][token]") {
   CHECK(call(ids, table, H, 1, 4, 4, 0) == cudaErrorInvalidValue);
   CHECK(call(ids, table, H, int64_t{1} << 40, 4, 4096, 4) == cudaErrorInvalidValue);  // grid
   CHECK(call(ids, table, H, 0, 4, 4, 4) == cudaSuccess);  // T == 0 launches nothing
+  uint8_t flags[4] = {};
+  float rows[16] = {};
+  CHECK(kernels::embed_rows_with_images(ids, table, nullptr, rows, H, 1, 4, 4, 4, nullptr) ==
+        cudaErrorInvalidValue);
+  CHECK(kernels::embed_rows_with_images(ids, table, flags, nullptr, H, 1, 4, 4, 4, nullptr) ==
+        cudaErrorInvalidValue);
+  CHECK(kernels::embed_rows_with_images(ids, table, flags, rows, H, 1, 0, 4, 4, nullptr) ==
+        cudaErrorInvalidValue);
+  CHECK(kernels::embed_rows_with_images(ids, table, flags, rows, H, 0, 4, 4, 4, nullptr) ==
+        cudaSuccess);
 }
 
 }  // namespace dsv41::test

@@ -19,6 +19,15 @@ namespace dsv41::kernels {
 cudaError_t embed_rows(const int32_t* ids, const uint16_t* table, float* H, int64_t T, int hc,
                        int64_t D, int64_t vocab, cudaStream_t stream);
 
+// §7.4: embed_rows where image-span positions take their image embedding instead of the table
+// row (CPU reference: the copy of image_embeds in Transformer::forward), bit-exact copies.
+//   flags       [T] uint8 (device): non-zero = image-span position
+//   image_rows  [T, D] fp32 (device), dense: row t is read only where flags[t] != 0
+// Other arguments and checks as embed_rows; flags and image_rows must be non-null.
+cudaError_t embed_rows_with_images(const int32_t* ids, const uint16_t* table, const uint8_t* flags,
+                                   const float* image_rows, float* H, int64_t T, int hc, int64_t D,
+                                   int64_t vocab, cudaStream_t stream);
+
 // §5.3 row gather: E[t, j·head_dim + c] = e4m3(table[ids[t, j], c]) · 2^(scale[ids[t, j], c/32]
 // - 127), exact.
 //   ids          [T, n_cols] int64 (device) in [0, table_rows): an id outside gives NaN rows

@@ -63,6 +63,15 @@ class CudaBackend final : public ForwardBackend {
     return sh_.gpu->forward(static_cast<CudaSequence&>(seq).device(), ids, {},
                             all_rows ? Rows::kAll : Rows::kLast);
   }
+  bool takes_image_embeddings() const override { return true; }
+  std::vector<float> forward_image(BackendSequence& seq, std::span<const int32_t> ids,
+                                   std::span<const uint8_t> flags, std::span<const float> embeds,
+                                   bool all_rows) const override {
+    std::lock_guard<std::mutex> lock(sh_.mu);
+    using Rows = cuda::CudaTransformer::LogitRows;
+    return sh_.gpu->forward(static_cast<CudaSequence&>(seq).device(), ids, flags,
+                            all_rows ? Rows::kAll : Rows::kLast, embeds);
+  }
   bool samples_on_device() const override { return true; }
   // The last row's logits stay on the device: one 16-byte result instead of 517 KB of logits.
   sampling::DeviceSampleOutcome forward_sample(BackendSequence& seq, std::span<const int32_t> ids,

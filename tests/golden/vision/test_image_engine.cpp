@@ -1,6 +1,7 @@
 // Images through the Engine (GenerationRequest.images): greedy tokens equal a Session decoding
 // the same prompt, with the span split across prefill chunks; the prefix cache keys images by
-// their pixels; requests with misplaced images are refused by field.
+// their pixels; requests with misplaced images are refused by field. Backend-agnostic (both sides
+// run on the backend DSV41_BACKEND selects): test_kernel_image_runtime runs it on CUDA.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
@@ -29,8 +30,7 @@ const Model& model() {
   static Model m = [] {
     ModelParams p;
     p.model_dir = make_tiny8_vision();
-    p.threads = 2;
-    p.backend = "cpu";
+    p.threads = 2;  // backend: DSV41_BACKEND (cpu; the kernel tier runs this file with cuda)
     auto r = Model::load(p);
     if (!r.is_ok()) FAIL(r.status().to_string());
     return std::move(r).value();

@@ -3,6 +3,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -179,18 +180,33 @@ void CudaTransformer::check_call(const DeviceSequence& seq, std::span<const int3
 }
 
 std::vector<float> CudaTransformer::forward(DeviceSequence& seq, std::span<const int32_t> ids,
-                                            std::span<const uint8_t> image_flags,
-                                            LogitRows rows) const {
+                                            std::span<const uint8_t> image_flags, LogitRows rows,
+                                            std::span<const float> image_embeds) const {
   check_call(seq, ids, image_flags);
   const int64_t T = static_cast<int64_t>(ids.size()), V = cpu_->config().text.vocab_size;
+  const int64_t D = cpu_->config().text.hidden_size;
+  const int64_t flagged =
+      std::count_if(image_flags.begin(), image_flags.end(), [](uint8_t f) { return f != 0; });
+  DSV41_CHECK(image_embeds.empty() || static_cast<int64_t>(image_embeds.size()) == flagged * D,
+              kInvalidArgument,
+              "forward: {} image embedding values for {} image positions of width {} (expected {})",
+              image_embeds.size(), flagged, D, flagged * D);
   const bool all = rows == LogitRows::kAll;
   std::vector<float> logits(static_cast<size_t>((all ? T : 1) * V));
   try {
+    size_t row0 = 0;  // first image value of the chunk
     for (int64_t c0 = 0; c0 < T; c0 += opts_.max_chunk) {
       const int64_t n = std::min<int64_t>(opts_.max_chunk, T - c0);
       const int64_t head_rows = all ? n : (c0 + n == T ? 1 : 0);
-      run_chunk(seq, ids.subspan(c0, n),
-                image_flags.empty() ? image_flags : image_flags.subspan(c0, n), head_rows);
+      const std::span<const uint8_t> flags =
+          image_flags.empty() ? image_flags : image_flags.subspan(c0, n);
+      std::span<const float> embeds;
+      if (!image_embeds.empty()) {
+        const size_t k = std::count_if(flags.begin(), flags.end(), [](uint8_t f) { return f; });
+        embeds = image_embeds.subspan(row0, k * D);
+        row0 += k * D;
+      }
+      run_chunk(seq, ids.subspan(c0, n), flags, head_rows, embeds);
       if (head_rows == 0) {  // the pinned ids / hash staging is reused by the next chunk
         stream_->synchronize();
         continue;
@@ -294,8 +310,35 @@ void CudaTransformer::gather_logits(const float* x, int64_t rows) const {
   }
 }
 
+const float* CudaTransformer::upload_image_rows(std::span<const uint8_t> flags,
+                                                std::span<const float> image_embeds) const {
+  const int64_t D = cpu_->config().text.hidden_size;
+  if (image_rows_.bytes() == 0)
+    image_rows_ = DeviceBuffer(static_cast<size_t>(opts_.max_chunk * D) * 4);
+  // One copy per run of consecutive span positions (an image's rows are one run; chunk edges
+  // split it). Pageable source: the copy is staged before the call returns, so image_embeds may
+  // go away after the chunk is queued.
+  const float* src = image_embeds.data();
+  const int64_t T = static_cast<int64_t>(flags.size());
+  for (int64_t t = 0; t < T;) {
+    if (flags[t] == 0) {
+      ++t;
+      continue;
+    }
+    int64_t e = t;
+    while (e < T && flags[e] != 0) ++e;
+    check_launch(cudaMemcpyAsync(image_rows_.as<float>() + t * D, src, (e - t) * D * 4,
+                                 cudaMemcpyHostToDevice, stream_->get()),
+                 -1, "image rows upload");
+    src += (e - t) * D;
+    t = e;
+  }
+  return image_rows_.as<float>();
+}
+
 void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> ids,
-                                std::span<const uint8_t> flags, int64_t head_rows) const {
+                                std::span<const uint8_t> flags, int64_t head_rows,
+                                std::span<const float> image_embeds) const {
   const TextConfig& t = cpu_->config().text;
   ForwardWorkspace& ws = *ws_;
   cudaStream_t s = stream_->get();
@@ -336,8 +379,16 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
   float* x = ws.x.as<float>();
   float* xn = ws.xn.as<float>();
   float* y = ws.y.as<float>();
-  check_launch(kernels::embed_rows(ws.ids.as<int32_t>(), embed_.as<uint16_t>(), H, T, hc, D, V, s),
-               -1, "embed_rows");
+  if (image_embeds.empty()) {
+    check_launch(
+        kernels::embed_rows(ws.ids.as<int32_t>(), embed_.as<uint16_t>(), H, T, hc, D, V, s), -1,
+        "embed_rows");
+  } else {
+    const float* rows = upload_image_rows(flags, image_embeds);
+    check_launch(kernels::embed_rows_with_images(ws.ids.as<int32_t>(), embed_.as<uint16_t>(),
+                                                 dflags, rows, H, T, hc, D, V, s),
+                 -1, "embed_rows_with_images");
+  }
   const float* pre = ws.pre_init.as<float>();
   float* pre_a = ws.pre_a.as<float>();
   float* post_a = ws.post_a.as<float>();

@@ -81,11 +81,15 @@ class CudaTransformer {
   enum class LogitRows { kAll, kLast };
   // logits of the T tokens `ids` appended at seq.pos() (fp32, host): [T, vocab] for kAll, the
   // last row [vocab] for kLast (the head then runs on that row only); image_flags [T] or empty.
-  // Advances seq.pos() by T. kContextOverflow past the sequence's max_context (state
-  // unchanged); a CUDA error mid-call poisons the sequence (later calls fail naming it).
+  // image_embeds [n_flagged, hidden] (spec §7.4, as Transformer::forward): the input embedding
+  // of each flagged position in order, instead of its token's row; empty keeps the token rows.
+  // Advances seq.pos() by T. kContextOverflow past the sequence's max_context, kInvalidArgument
+  // for a wrong number of image values (state unchanged); a CUDA error mid-call poisons the
+  // sequence (later calls fail naming it).
   std::vector<float> forward(DeviceSequence& seq, std::span<const int32_t> ids,
                              std::span<const uint8_t> image_flags = {},
-                             LogitRows rows = LogitRows::kAll) const;
+                             LogitRows rows = LogitRows::kAll,
+                             std::span<const float> image_embeds = {}) const;
   // Like forward(.., kLast) without the download: the logits of the last token [vocab] are left
   // at device_logits() (row 0) on stream(), not synchronised, for a device-side consumer (the
   // sampler). Earlier chunks synchronise as in forward(). Same checks and poisoning.
@@ -115,8 +119,13 @@ class CudaTransformer {
                   std::span<const uint8_t> image_flags) const;
   // head_rows: the last head_rows rows of the chunk get logits (0..T), at ws.logits row 0.
   // Under tensor parallelism head_rows must be the same on every rank (it sizes the gather).
+  // image_embeds: this chunk's flagged rows [n_flagged, hidden] (or empty).
   void run_chunk(DeviceSequence& seq, std::span<const int32_t> ids, std::span<const uint8_t> flags,
-                 int64_t head_rows) const;
+                 int64_t head_rows, std::span<const float> image_embeds = {}) const;
+  // Copies a chunk's image rows to image_rows_ at their positions' rows; allocates image_rows_
+  // [max_chunk, hidden] on first use. Returns the device rows.
+  const float* upload_image_rows(std::span<const uint8_t> flags,
+                                 std::span<const float> image_embeds) const;
   // Tensor parallelism: logits of x [rows, hidden] (normed) over every rank's vocabulary shard
   // into ws.logits [rows, vocab].
   void gather_logits(const float* x, int64_t rows) const;
@@ -132,6 +141,10 @@ class CudaTransformer {
   DeviceBuffer gemv_scratch_;
   // Pinned staging of one chunk: ids [C] int32, flags [C], Engram hash ids, logits [C, vocab].
   std::unique_ptr<PinnedBuffer> stage_ids_, stage_flags_, stage_hash_, stage_logits_;
+  // Image-span input rows of one chunk [max_chunk, hidden] fp32, dense by position: allocated by
+  // the first chunk that has any, so a text-only model never holds max_chunk · hidden · 4 bytes
+  // (42 MB at chunk 2048 and hidden 5120).
+  mutable DeviceBuffer image_rows_;
   std::vector<std::unique_ptr<Layer>> layers_;
   DeviceBuffer embed_, norm_;
   std::unique_ptr<class DeviceLinear> head_;
