@@ -7,10 +7,12 @@
 
 #include "backend/cuda/forward/cuda_transformer.hpp"
 #include "backend/cuda/forward/device_sampler.hpp"
+#include "backend/cuda/vision/device_vision_tower.hpp"
 #include "core/check.hpp"
 #include "dsv41k/launchers.hpp"
 #include "model/transformer.hpp"
 #include "runtime/forward_backend.hpp"
+#include "runtime/image_encoder.hpp"
 
 namespace dsv41 {
 namespace {
@@ -85,7 +87,24 @@ class CudaBackend final : public ForwardBackend {
   mutable CudaShared sh_;
 };
 
+class CudaImageEncoder final : public ImageEncoder {
+ public:
+  explicit CudaImageEncoder(const vision::VisionTower& cpu)
+      : tower_(cuda::DeviceVisionTower::upload(cpu)) {}
+  const char* name() const override { return "cuda"; }
+  std::vector<float> span(const vision::ImagePatches& patches) const override {
+    return tower_->span(patches);
+  }
+
+ private:
+  std::unique_ptr<cuda::DeviceVisionTower> tower_;
+};
+
 }  // namespace
+
+std::unique_ptr<ImageEncoder> make_cuda_image_encoder(const vision::VisionTower& cpu) {
+  return std::make_unique<CudaImageEncoder>(cpu);
+}
 
 std::unique_ptr<ForwardBackend> make_cuda_backend(const Transformer& t,
                                                   const CudaBackendOptions& opts) {

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/check.hpp"
+#include "core/log.hpp"
 #include "core/tunables.hpp"
 #include "runtime/mirrored_backend.hpp"
 #include "runtime/model_impl.hpp"
@@ -90,10 +91,22 @@ void bind_vision(Model::Impl& m) {
   Status st = detail::capture_status([&] {
     m.vision = std::make_unique<vision::VisionTower>(t.checkpoint(), t.config(), t.pool());
   });
-  if (!st.is_ok())
+  if (!st.is_ok()) {
     m.vision_error = Status(ErrorCode::kUnsupported,
                             m.info.model_dir + ": the checkpoint has no usable vision tower (" +
                                 st.message() + "): images are not supported");
+    return;
+  }
+  // On the CUDA backend the tower runs on the GPU too (the CPU reference takes minutes for a
+  // large image, docs/vision.md "Cost"); a tensor-parallel follower never encodes. A tower that
+  // cannot go up (memory, an unsupported head_dim) leaves the CPU tower in charge, with a
+  // warning naming why.
+  if (std::string(m.backend->name()) != "cuda" || (m.comm && m.comm->rank() != 0)) return;
+  Status dev =
+      detail::capture_status([&] { m.device_vision = make_cuda_image_encoder(*m.vision); });
+  if (!dev.is_ok())
+    Logger(parse_log_level(Tunables::from_environment().get_string("DSV41_LOG_LEVEL")))
+        .log(LogLevel::kWarn, "vision tower stays on the CPU: {}", dev.to_string());
 }
 
 }  // namespace
@@ -263,7 +276,10 @@ Result<ImageEmbedding> Model::encode_image(const ImagePixels& image) const {
     for (int i = 0; i < 4; ++i) mix(static_cast<uint8_t>(static_cast<uint32_t>(v) >> (8 * i)));
   for (uint8_t b : image.rgb) mix(b);
   e->digest = h;
-  Status st = detail::capture_status([&] { e->values = impl_->vision->span(*patches); });
+  Status st = detail::capture_status([&] {
+    e->values =
+        impl_->device_vision ? impl_->device_vision->span(*patches) : impl_->vision->span(*patches);
+  });
   if (!st.is_ok()) return st;
   return ImageEmbedding(std::move(e));
 }

@@ -11,6 +11,7 @@
 #include "model/transformer.hpp"
 #include "parallel/tp_comm.hpp"
 #include "runtime/forward_backend.hpp"
+#include "runtime/image_encoder.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "vision/vision_tower.hpp"
 
@@ -25,6 +26,9 @@ struct DSV41_INTERNAL Model::Impl {
   // null and vision_error says why (Model::encode_image returns it).
   std::unique_ptr<vision::VisionTower> vision;
   Status vision_error;
+  // The tower on the backend's device (CUDA), after vision (it reads vision's configuration and
+  // rows, so it goes first); null: encode_image runs the CPU reference tower.
+  std::unique_ptr<ImageEncoder> device_vision;
   ModelInfo info;
 };
 

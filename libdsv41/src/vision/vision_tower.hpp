@@ -31,6 +31,7 @@ class VisionTower {
   VisionTower(const Checkpoint& ck, const ModelConfig& cfg, ThreadPool& pool);
 
   const VisionConfig& config() const { return cfg_.vision; }
+  const VisionWeights& weights() const { return w_; }
   int64_t embedding_dim() const { return cfg_.text.hidden_size; }
 
   // ViT output [vit_h·vit_w, hidden].
