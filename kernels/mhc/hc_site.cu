@@ -11,6 +11,14 @@
 // order, forms m_r and runs the finish (sigmoids, Sinkhorn) with one warp. Deterministic: every
 // sum has a fixed order; the fp64 totals differ from the reference's sequential sums only by fp64
 // rounding (~1e-16 relative), as hc_mixes' do.
+//
+// Prefill (T >= kTileMinTokens, mix <= kTileRows): the split grid degenerates to one block per
+// (token, row), each streaming the token's 80 KB of H and the row's 80 KB of fn (1.02 ms per site
+// at T 2048 on an H100: 7.9 GB through L2). hc_site_tiled_kernel instead gives a block
+// kTileTokens tokens and every mix row: H chunks of those tokens staged in shared memory, warp w
+// owning rows [3w, 3w + 3), each lane summing a strided slice in fp64 then a shuffle tree (another
+// fixed order: the same fp64-rounding-level difference), and warp j finishing token j, so fn
+// goes through L2 once per kTileTokens tokens and no workspace or counter is needed.
 #include <algorithm>
 
 #include "common/launch.cuh"
@@ -136,6 +144,82 @@ __global__ void __launch_bounds__(kThreads) hc_site_kernel(const __grid_constant
                      threadIdx.x, l);
 }
 
+constexpr int kTileTokens = 8;  // one per warp: warp j finishes token j
+// From this many tokens the tiled kernel runs: below it the split grid still spreads a site over
+// many SMs, while one tile block is ~40 us of fp64 FMAs on one SM whatever T is (an estimate from
+// the H100's 64 fp64 FMA/clk/SM; the crossover was not measured).
+constexpr int64_t kTileMinTokens = 64;
+constexpr int kTileRowsPerWarp = 3;
+constexpr int kTileRows = kTileRowsPerWarp * (kThreads / 32);  // 24: hc <= 4
+constexpr int kTileChunk = 1024;                               // H values per token per stage
+
+__global__ void __launch_bounds__(kThreads) hc_site_tiled_kernel(const __grid_constant__ Args a) {
+  detail::pdl_begin();
+  __shared__ double part[2 * kThreads / 32];
+  __shared__ float hs[kTileTokens][kTileChunk];
+  __shared__ double dots[kTileTokens][kTileRows];
+  __shared__ double sss[kTileTokens];
+  const int64_t b = blockIdx.x;
+  if (b < a.T) {
+    collapse_norm(a, b, part);
+    return;
+  }
+  const int64_t t0 = (b - a.T) * kTileTokens;
+  const int nt = static_cast<int>(min(int64_t{kTileTokens}, a.T - t0));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int r0 = warp * kTileRowsPerWarp;
+  double dot[kTileRowsPerWarp][kTileTokens] = {}, ss[kTileTokens] = {};
+  for (int64_t c0 = 0; c0 < a.flat; c0 += kTileChunk) {
+    const int n = static_cast<int>(min(int64_t{kTileChunk}, a.flat - c0));
+    for (int e = threadIdx.x; e < kTileTokens * kTileChunk; e += kThreads) {
+      const int tt = e / kTileChunk, i = e % kTileChunk;
+      hs[tt][i] = (tt < nt && i < n) ? a.H[(t0 + tt) * a.flat + c0 + i] : 0.0f;
+    }
+    __syncthreads();
+    for (int i = lane; i < n; i += 32) {
+      float f[kTileRowsPerWarp];
+#pragma unroll
+      for (int q = 0; q < kTileRowsPerWarp; ++q)
+        f[q] = r0 + q < a.mix ? a.fn[static_cast<int64_t>(r0 + q) * a.flat + c0 + i] : 0.0f;
+#pragma unroll
+      for (int tt = 0; tt < kTileTokens; ++tt) {
+        const double x = hs[tt][i];
+        ss[tt] += x * x;
+#pragma unroll
+        for (int q = 0; q < kTileRowsPerWarp; ++q) dot[q][tt] += static_cast<double>(f[q]) * x;
+      }
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int tt = 0; tt < kTileTokens; ++tt) {
+#pragma unroll
+    for (int m = 16; m >= 1; m >>= 1) {
+      ss[tt] += __shfl_xor_sync(0xFFFFFFFFu, ss[tt], m);
+#pragma unroll
+      for (int q = 0; q < kTileRowsPerWarp; ++q)
+        dot[q][tt] += __shfl_xor_sync(0xFFFFFFFFu, dot[q][tt], m);
+    }
+  }
+  if (lane == 0) {
+#pragma unroll
+    for (int tt = 0; tt < kTileTokens; ++tt) {
+      if (warp == 0) sss[tt] = ss[tt];
+#pragma unroll
+      for (int q = 0; q < kTileRowsPerWarp; ++q) dots[tt][r0 + q] = dot[q][tt];
+    }
+  }
+  __syncthreads();
+  if (warp >= nt) return;
+  const int64_t t = t0 + warp;
+  if (lane < a.mix)
+    *hcm::mix_slot(a.pre, a.post, a.comb, t, a.hc, lane) =
+        hcm::mix_value(dots[warp][lane], sss[warp], a.flat, a.norm_eps);
+  __syncwarp();
+  hcm::finish_warp(a.base, a.scale, a.pre, a.post, a.comb, t, a.hc, a.iters, a.hc_eps, lane,
+                   reinterpret_cast<float*>(hs[warp]));
+}
+
 }  // namespace
 
 size_t hc_site_workspace_bytes(int64_t max_T, int hc, int64_t D) {
@@ -160,6 +244,18 @@ cudaError_t hc_site(const float* H, const float* fn, const float* base, const fl
   if (T == 0) return cudaSuccess;
   const int mix = (2 + hc) * hc;
   const int64_t flat = hc * D, S = splits_for(T, mix, flat);
+  if (T >= kTileMinTokens && mix <= kTileRows) {
+    Args a{};
+    a.H = H, a.fn = fn, a.base = base, a.scale = scale, a.pre_prev = pre_prev, a.norm_w = norm_w;
+    a.pre = pre, a.post = post, a.comb = comb, a.xn = xn;
+    a.T = T, a.D = D, a.flat = flat, a.S = 1, a.chunk = flat;
+    a.hc = hc, a.mix = mix, a.iters = sinkhorn_iters;
+    a.hc_eps = hc_eps, a.norm_eps = norm_eps;
+    const int64_t tiles = (T + kTileTokens - 1) / kTileTokens;
+    if (T + tiles > int64_t{0x7FFFFFFF}) return cudaErrorInvalidValue;
+    return detail::launch_kernel(hc_site_tiled_kernel, static_cast<unsigned>(T + tiles), kThreads,
+                                 0, stream, a);
+  }
   if (T > (int64_t{0x7FFFFFFF} - T) / (mix * S) || workspace_bytes < bytes_for(T, mix, S))
     return cudaErrorInvalidValue;
   auto* ws = static_cast<uint8_t*>(workspace);
