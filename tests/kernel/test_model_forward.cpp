@@ -29,6 +29,7 @@
 #include "golden/exl3/tiny_exl3_model.hpp"
 #include "kernel_check.hpp"
 #include "loader/safetensors.hpp"
+#include "logits_check.hpp"
 #include "model/transformer.hpp"
 #include "support/fixtures.hpp"
 
@@ -53,37 +54,6 @@ struct Golden {
     return std::vector<int32_t>(v.begin(), v.end());
   }
 };
-
-int argmax_row(const float* row, int64_t n) {
-  int best = 0;
-  for (int64_t i = 1; i < n; ++i)
-    if (row[i] > row[best]) best = static_cast<int>(i);
-  return best;
-}
-
-// max |a - b|, the row and column where it is, and the argmax agreement; REQUIREs both.
-void require_logits(const std::string& what, const std::vector<float>& got,
-                    const std::vector<float>& want, int64_t V, double tol) {
-  REQUIRE(got.size() == want.size());
-  double worst = 0;
-  size_t at = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double d = std::fabs(static_cast<double>(got[i]) - want[i]);
-    if (!(d <= worst)) {
-      worst = d;
-      at = i;
-    }
-  }
-  std::printf("%s: max |logits diff| %.3g at row %zu col %zu (tol %.1g)\n", what.c_str(), worst,
-              at / V, at % V, tol);
-  INFO(what << ": max |diff| " << worst << " at row " << at / V << " col " << at % V << " (got "
-            << got[at] << ", want " << want[at] << "), tol " << tol);
-  REQUIRE(worst <= tol);
-  for (size_t r = 0; r < got.size() / V; ++r) {
-    INFO(what << ": argmax of row " << r);
-    REQUIRE(argmax_row(got.data() + r * V, V) == argmax_row(want.data() + r * V, V));
-  }
-}
 
 std::vector<float> run_cpu(const Transformer& m, const std::vector<int32_t>& ids,
                            const std::vector<int64_t>& chunks) {

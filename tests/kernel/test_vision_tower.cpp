@@ -27,6 +27,7 @@
 #include "dsv41k/vision.hpp"
 #include "golden/vision/vision_fixture.hpp"
 #include "kernel_check.hpp"
+#include "logits_check.hpp"
 #include "model/transformer.hpp"
 #include "vision/patch_merge.hpp"
 #include "vision/vision_attention.hpp"
@@ -51,19 +52,12 @@ std::vector<float> down(const cuda::DeviceBuffer& b, size_t n) {
 void require_close(const std::string& what, const std::vector<float>& got,
                    const std::vector<float>& want, double tol, double scale) {
   REQUIRE(got.size() == want.size());
-  double worst = 0;
-  size_t at = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double d = std::fabs(static_cast<double>(got[i]) - want[i]);
-    if (!(d <= worst)) {
-      worst = d;
-      at = i;
-    }
-  }
-  std::printf("%s: max |diff| %.3g at %zu (bound %.3g)\n", what.c_str(), worst, at, tol * scale);
-  INFO(what << ": max |diff| " << worst << " at index " << at << " (got " << got[at] << ", want "
-            << want[at] << "), bound " << tol * scale);
-  REQUIRE(worst <= tol * scale);
+  const MaxDiff m = max_abs_diff(got, want);
+  std::printf("%s: max |diff| %.3g at %zu (bound %.3g)\n", what.c_str(), m.worst, m.at,
+              tol * scale);
+  INFO(what << ": max |diff| " << m.worst << " at index " << m.at << " (got " << got[m.at]
+            << ", want " << want[m.at] << "), bound " << tol * scale);
+  REQUIRE(m.worst <= tol * scale);
 }
 
 double max_abs(const std::vector<float>& v) {

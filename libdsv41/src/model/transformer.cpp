@@ -257,23 +257,28 @@ std::vector<float> Transformer::head_logits(const float* x, int64_t T) const {
   return logits;
 }
 
-std::vector<float> Transformer::forward(SequenceState& st, std::span<const int32_t> ids,
-                                        std::span<const uint8_t> image_flags,
-                                        std::span<const float> image_embeds) const {
-  const int64_t T = static_cast<int64_t>(ids.size());
-  const int64_t D = shape_.dim, hc = shape_.hc;
-  DSV41_CHECK(T > 0, kInvalidArgument, "forward: no tokens");
+void check_image_inputs(std::span<const uint8_t> image_flags, std::span<const float> image_embeds,
+                        int64_t T, int64_t D) {
   DSV41_CHECK(image_flags.empty() || static_cast<int64_t>(image_flags.size()) == T,
               kInvalidArgument, "forward: {} image flags for {} tokens", image_flags.size(), T);
-  DSV41_CHECK(st.pos + T <= cfg_.text.max_position_embeddings, kContextOverflow,
-              "forward: positions up to {} exceed max_position_embeddings {}", st.pos + T,
-              cfg_.text.max_position_embeddings);
   const int64_t flagged =
       std::count_if(image_flags.begin(), image_flags.end(), [](uint8_t f) { return f != 0; });
   DSV41_CHECK(image_embeds.empty() || static_cast<int64_t>(image_embeds.size()) == flagged * D,
               kInvalidArgument,
               "forward: {} image embedding values for {} image positions of width {} (expected {})",
               image_embeds.size(), flagged, D, flagged * D);
+}
+
+std::vector<float> Transformer::forward(SequenceState& st, std::span<const int32_t> ids,
+                                        std::span<const uint8_t> image_flags,
+                                        std::span<const float> image_embeds) const {
+  const int64_t T = static_cast<int64_t>(ids.size());
+  const int64_t D = shape_.dim, hc = shape_.hc;
+  DSV41_CHECK(T > 0, kInvalidArgument, "forward: no tokens");
+  DSV41_CHECK(st.pos + T <= cfg_.text.max_position_embeddings, kContextOverflow,
+              "forward: positions up to {} exceed max_position_embeddings {}", st.pos + T,
+              cfg_.text.max_position_embeddings);
+  check_image_inputs(image_flags, image_embeds, T, D);
   const int64_t pos0 = st.pos;
   st.attn.reserve_positions(pos0 + T);  // pool pages first: an error leaves the state unchanged
   // §3: every stream starts as the token embedding.

@@ -156,4 +156,9 @@ class Transformer {
   std::vector<int> engram_slot_;  // layer -> index in engram_layer_ids, -1 if none
 };
 
+// The image inputs of a forward call (shared by the CPU and CUDA forwards): flags [T] or empty,
+// embeds empty or [n_flagged, D]. Throws kInvalidArgument naming both counts.
+void check_image_inputs(std::span<const uint8_t> image_flags, std::span<const float> image_embeds,
+                        int64_t T, int64_t D);
+
 }  // namespace dsv41

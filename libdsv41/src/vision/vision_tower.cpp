@@ -100,9 +100,14 @@ std::vector<float> VisionTower::align(const std::vector<float>& vit, const Image
 }
 
 std::vector<float> VisionTower::span(const ImagePatches& patches) const {
-  const ImageLayout& l = patches.layout;
+  return assemble_span(align(encode(patches), patches.layout), patches.layout);
+}
+
+std::vector<float> VisionTower::assemble_span(const std::vector<float>& rows,
+                                              const ImageLayout& l) const {
   const int64_t D = embedding_dim();
-  const std::vector<float> rows = align(encode(patches), l);
+  DSV41_CHECK(static_cast<int64_t>(rows.size()) == l.image_tokens() * D, kInternal,
+              "vision: {} aligner values for {} rows of {}", rows.size(), l.image_tokens(), D);
   std::vector<float> s;
   s.reserve(static_cast<size_t>(l.span_length() * D));
   s.insert(s.end(), w_.image_start.begin(), w_.image_start.end());

@@ -40,6 +40,9 @@ class VisionTower {
   std::vector<float> align(const std::vector<float>& vit, const ImageLayout& layout) const;
   // The image span's input embeddings [span_length, D] (§7.4 step 3).
   std::vector<float> span(const ImagePatches& patches) const;
+  // The span around aligner rows [llm_h·llm_w, D]: [image_start] + per row (llm_w rows +
+  // [image_newline]) + [image_end] (also the CUDA tower's last step).
+  std::vector<float> assemble_span(const std::vector<float>& rows, const ImageLayout& l) const;
 
  private:
   void block(const VisionBlockWeights& w, int64_t n, const std::vector<float>& angles,

@@ -185,12 +185,7 @@ std::vector<float> CudaTransformer::forward(DeviceSequence& seq, std::span<const
   check_call(seq, ids, image_flags);
   const int64_t T = static_cast<int64_t>(ids.size()), V = cpu_->config().text.vocab_size;
   const int64_t D = cpu_->config().text.hidden_size;
-  const int64_t flagged =
-      std::count_if(image_flags.begin(), image_flags.end(), [](uint8_t f) { return f != 0; });
-  DSV41_CHECK(image_embeds.empty() || static_cast<int64_t>(image_embeds.size()) == flagged * D,
-              kInvalidArgument,
-              "forward: {} image embedding values for {} image positions of width {} (expected {})",
-              image_embeds.size(), flagged, D, flagged * D);
+  check_image_inputs(image_flags, image_embeds, T, D);
   const bool all = rows == LogitRows::kAll;
   std::vector<float> logits(static_cast<size_t>((all ? T : 1) * V));
   try {

@@ -172,18 +172,7 @@ std::vector<float> DeviceVisionTower::span(const vision::ImagePatches& patches) 
   stream_->synchronize();
   std::vector<float> aligned(static_cast<size_t>(rows * D));
   out.download(std::span<float>(aligned));
-  // [image_start] + per row (llm_w rows + [image_newline]) + [image_end], as VisionTower::span.
-  const vision::VisionWeights& w = cpu_->weights();
-  std::vector<float> sp;
-  sp.reserve(static_cast<size_t>(l.span_length() * D));
-  sp.insert(sp.end(), w.image_start.begin(), w.image_start.end());
-  for (int row = 0; row < l.llm_h; ++row) {
-    const auto first = aligned.begin() + int64_t{row} * l.llm_w * D;
-    sp.insert(sp.end(), first, first + int64_t{l.llm_w} * D);
-    sp.insert(sp.end(), w.image_newline.begin(), w.image_newline.end());
-  }
-  sp.insert(sp.end(), w.image_end.begin(), w.image_end.end());
-  return sp;
+  return cpu_->assemble_span(aligned, l);
 }
 
 }  // namespace dsv41::cuda
