@@ -12,9 +12,11 @@
 // through 2 blocks: 1e-4 of the output rms.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <span>
 #include <vector>
@@ -225,6 +227,12 @@ TEST_CASE("Model::encode_image on the CUDA backend matches the CPU backend", "[k
   };
   const Model cpu = load("cpu"), gpu = load("cuda");
   REQUIRE(gpu.image_support().is_ok());
+  CHECK(cpu.info().image_encoder == "cpu");
+  CHECK(gpu.info().image_encoder == "cuda");
+  ::setenv("DSV41_CUDA_VISION", "0", 1);  // the CUDA forward with the CPU reference tower
+  const Model gpu_cpu_tower = load("cuda");
+  ::unsetenv("DSV41_CUDA_VISION");
+  CHECK(gpu_cpu_tower.info().image_encoder == "cpu");
   std::mt19937 rng(3);
   std::vector<uint8_t> rgb(size_t{3} * 20 * 14);
   for (uint8_t& b : rgb) b = static_cast<uint8_t>(rng() & 0xFF);
@@ -236,6 +244,9 @@ TEST_CASE("Model::encode_image on the CUDA backend matches the CPU backend", "[k
   const std::vector<float> want(a->values().begin(), a->values().end());
   require_close("Model::encode_image cuda vs cpu",
                 std::vector<float>(b->values().begin(), b->values().end()), want, 1e-4, rms(want));
+  Result<ImageEmbedding> c = gpu_cpu_tower.encode_image({20, 14, rgb});
+  REQUIRE(c.is_ok());
+  CHECK(std::equal(c->values().begin(), c->values().end(), want.begin(), want.end()));
 }
 
 }  // namespace dsv41::test

@@ -66,6 +66,8 @@ struct ModelInfo {
   // The config's value, capped by the backend (CUDA: DSV41_CUDA_MAX_CONTEXT).
   int64_t max_position_embeddings = 0;
   std::string backend;  // "cpu" or "cuda": where this model's forward runs
+  // Where Model::encode_image runs the vision tower: "cpu", "cuda", or "" (no usable tower).
+  std::string image_encoder;
   // Bytes of per-sequence state in the model's quantised formats (spec §2.8): a fixed part (the
   // window rings) and a part per context token (compressed KV + index keys of the KV sources).
   int64_t state_fixed_bytes = 0;

@@ -25,6 +25,10 @@ constexpr TunableSpec kSpecs[] = {
      "of more than 16 rows (prefill): fp32 (three bf16 parts, rounds like the fp32 reference), "
      "bf16x2 (two parts, 16 bits) or bf16 (one part, as bf16 inference engines do; a third of "
      "the tensor work). Router, indexer, compressor and head inputs stay fp32"},
+    {"DSV41_CUDA_VISION", TunableType::kBool, "true",
+     "CUDA backend: run the vision tower on the GPU too (~0.9 GB of device memory at the released "
+     "dims; a 1024-token image in ~0.6 s on an H100); false keeps the CPU reference tower "
+     "(minutes per large image)"},
     {"DSV41_EXL3_PLAN", TunableType::kString, "",
      "Spark checkpoints: EXL3 expert plan (name under <model>/exl3/plan or a path); empty = the "
      "only plan there"},

@@ -97,16 +97,23 @@ void bind_vision(Model::Impl& m) {
                                 st.message() + "): images are not supported");
     return;
   }
+  m.info.image_encoder = "cpu";
   // On the CUDA backend the tower runs on the GPU too (the CPU reference takes minutes for a
-  // large image, docs/vision.md "Cost"); a tensor-parallel follower never encodes. A tower that
-  // cannot go up (memory, an unsupported head_dim) leaves the CPU tower in charge, with a
-  // warning naming why.
-  if (std::string(m.backend->name()) != "cuda" || (m.comm && m.comm->rank() != 0)) return;
+  // large image, docs/vision.md "Cost") unless DSV41_CUDA_VISION is off; a tensor-parallel
+  // follower never encodes. A tower that cannot go up (memory, an unsupported head_dim) leaves
+  // the CPU tower in charge, with a warning naming why.
+  const Tunables tun = Tunables::from_environment();
+  if (std::string(m.backend->name()) != "cuda" || (m.comm && m.comm->rank() != 0) ||
+      !tun.get_bool("DSV41_CUDA_VISION"))
+    return;
   Status dev =
       detail::capture_status([&] { m.device_vision = make_cuda_image_encoder(*m.vision); });
-  if (!dev.is_ok())
-    Logger(parse_log_level(Tunables::from_environment().get_string("DSV41_LOG_LEVEL")))
+  if (dev.is_ok()) {
+    m.info.image_encoder = "cuda";
+  } else {
+    Logger(parse_log_level(tun.get_string("DSV41_LOG_LEVEL")))
         .log(LogLevel::kWarn, "vision tower stays on the CPU: {}", dev.to_string());
+  }
 }
 
 }  // namespace

@@ -37,6 +37,7 @@ TEST_CASE("encode_image + append_image equal the reference forward with the span
           "[golden][vision]") {
   const std::string dir = make_tiny8_vision();
   const Model model = load_model(dir);
+  CHECK(model.info().image_encoder == "cpu");
   const std::vector<uint8_t> rgb = random_rgb(20, 14, 21);
   Result<ImageEmbedding> img = model.encode_image({20, 14, rgb});
   REQUIRE(img.is_ok());
@@ -76,6 +77,7 @@ TEST_CASE("image errors: no tower, bad pixels, context overflow", "[golden][visi
   const std::vector<uint8_t> rgb = random_rgb(20, 14, 2);
   {
     const Model text_only = load_model(fixture("golden/tiny8"));
+    CHECK(text_only.info().image_encoder.empty());  // no tower tensors: no encoder
     Result<ImageEmbedding> e = text_only.encode_image({20, 14, rgb});
     REQUIRE(e.status().code() == ErrorCode::kUnsupported);
     CHECK_THAT(e.status().message(), Catch::Contains("no usable vision tower") &&
