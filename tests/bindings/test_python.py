@@ -105,6 +105,13 @@ class BindingTest(unittest.TestCase):
             dsv41.Model(TINY8, dspark=True)
         self.assertIn("num_nextn_predict_layers = 0", str(cm.exception))
 
+    def test_model_facts(self):
+        self.assertEqual(self.model.hidden_size, 96)  # tiny8
+        self.assertGreater(self.model.max_context, 0)
+        self.assertEqual(self.model.backend, "cpu")
+        self.assertEqual(self.model.image_encoder, "")  # no tower tensors in tiny8
+        self.assertGreaterEqual(self.model.image_token, 0)
+
     def test_session_logits_argmax(self):
         s = dsv41.Session(self.model)
         logits = s.append(self.prompt1["ids"])

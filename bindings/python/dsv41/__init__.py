@@ -92,6 +92,30 @@ class Model:
     def eos_token(self) -> int:
         return _ffi.lib().dsv41_model_eos_token(self._handle)
 
+    @property
+    def hidden_size(self) -> int:
+        return _ffi.lib().dsv41_model_hidden_size(self._handle)
+
+    @property
+    def max_context(self) -> int:
+        """Longest sequence (the config's, capped by the backend)."""
+        return _ffi.lib().dsv41_model_max_context(self._handle)
+
+    @property
+    def image_token(self) -> int:
+        """Token id of every image-span position (-1: none)."""
+        return _ffi.lib().dsv41_model_image_token(self._handle)
+
+    @property
+    def backend(self) -> str:
+        """"cpu" or "cuda"."""
+        return _ffi.lib().dsv41_model_backend(self._handle).decode()
+
+    @property
+    def image_encoder(self) -> str:
+        """Where encode_image runs the vision tower: "cpu", "cuda", or "" (no tower)."""
+        return _ffi.lib().dsv41_model_image_encoder(self._handle).decode()
+
     def tokenize(self, text: str, parse_special: bool = True) -> list[int]:
         data = text.encode("utf-8")
         cap = len(data) + 16

@@ -61,6 +61,16 @@ DSV41_CAPI void dsv41_model_free(dsv41_model* model);
 DSV41_CAPI int64_t dsv41_model_vocab_size(const dsv41_model* model);
 DSV41_CAPI int32_t dsv41_model_bos_token(const dsv41_model* model);
 DSV41_CAPI int32_t dsv41_model_eos_token(const dsv41_model* model);
+/* More of ModelInfo. A NULL model gives 0, -1 or "". The strings belong to the model and stay
+ * valid until dsv41_model_free. */
+DSV41_CAPI int64_t dsv41_model_hidden_size(const dsv41_model* model);
+/* Longest sequence: the config's max_position_embeddings, capped by the backend (CUDA:
+ * DSV41_CUDA_MAX_CONTEXT). */
+DSV41_CAPI int64_t dsv41_model_max_context(const dsv41_model* model);
+DSV41_CAPI int32_t dsv41_model_image_token(const dsv41_model* model); /* -1: none configured */
+DSV41_CAPI const char* dsv41_model_backend(const dsv41_model* model); /* "cpu" | "cuda" */
+/* Where dsv41_model_encode_image runs the vision tower: "cpu", "cuda", or "" (no usable tower). */
+DSV41_CAPI const char* dsv41_model_image_encoder(const dsv41_model* model);
 
 /* Writes the ids to `ids` and their count to *n_out. The buffer rule of every call with an output
  * buffer: DSV41_ERR_BUFFER_TOO_SMALL when capacity < *n_out, with *n_out set and nothing written

@@ -47,6 +47,21 @@ int32_t dsv41_model_bos_token(const dsv41_model* m) {
 int32_t dsv41_model_eos_token(const dsv41_model* m) {
   return m ? m->model.info().eos_token_id : -1;
 }
+int64_t dsv41_model_hidden_size(const dsv41_model* m) {
+  return m ? m->model.info().hidden_size : 0;
+}
+int64_t dsv41_model_max_context(const dsv41_model* m) {
+  return m ? m->model.info().max_position_embeddings : 0;
+}
+int32_t dsv41_model_image_token(const dsv41_model* m) {
+  return m ? m->model.info().image_token_id : -1;
+}
+const char* dsv41_model_backend(const dsv41_model* m) {
+  return m ? m->model.info().backend.c_str() : "";
+}
+const char* dsv41_model_image_encoder(const dsv41_model* m) {
+  return m ? m->model.info().image_encoder.c_str() : "";
+}
 
 dsv41_status dsv41_tokenize(const dsv41_model* model, const char* text, size_t text_len,
                             int parse_special, int32_t* ids, size_t capacity, size_t* n_out) {

@@ -3,6 +3,7 @@
 // with capacity is refused before anything is committed), reset / fork / tokens.
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "golden/capi/capi_case.hpp"
@@ -52,6 +53,22 @@ TEST_CASE("capi: tokenizer arguments are named, BUFFER_TOO_SMALL writes nothing"
   REQUIRE(dsv41_detokenize(m.model, ids.data(), n, buf, sizeof buf, &out) == DSV41_OK);
   REQUIRE(std::string(buf, out) == text);
   REQUIRE(std::string(dsv41_version()).size() > 0);
+}
+
+TEST_CASE("capi: model facts match ModelInfo, NULL gives the documented defaults", "[golden]") {
+  CapiModel m;
+  CHECK(dsv41_model_vocab_size(m.model) > 0);
+  CHECK(dsv41_model_hidden_size(m.model) == 96);  // tiny8
+  CHECK(dsv41_model_max_context(m.model) > 0);
+  CHECK(std::string(dsv41_model_backend(m.model)) == "cpu");
+  // tiny8 declares the released vision_config and image token but has no tower tensors.
+  CHECK(dsv41_model_image_token(m.model) >= 0);
+  CHECK(std::string(dsv41_model_image_encoder(m.model)).empty());
+  CHECK(dsv41_model_hidden_size(nullptr) == 0);
+  CHECK(dsv41_model_max_context(nullptr) == 0);
+  CHECK(dsv41_model_image_token(nullptr) == -1);
+  CHECK(std::string(dsv41_model_backend(nullptr)).empty());
+  CHECK(std::string(dsv41_model_image_encoder(nullptr)).empty());
 }
 
 TEST_CASE("capi: session append arguments, failure effects, reset / fork / tokens", "[golden]") {

@@ -51,6 +51,8 @@ TEST_CASE("C ABI: encode an image and append it to a session", "[golden][vision]
   dsv41_model* model = load(make_tiny8_vision());
   const std::vector<uint8_t> rgb = random_rgb(20, 14);
   dsv41_image* image = nullptr;
+  CHECK(std::string(dsv41_model_image_encoder(model)) == "cpu");
+  CHECK(dsv41_model_image_token(model) == 599);
   REQUIRE(dsv41_model_encode_image(model, rgb.data(), rgb.size(), 20, 14, &image) == DSV41_OK);
   CHECK(dsv41_image_positions(image) == 17);
   CHECK(dsv41_image_positions(nullptr) == -1);
