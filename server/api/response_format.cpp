@@ -6,6 +6,8 @@
 #include "api/token_vocabulary.hpp"
 #include "chat/markers.hpp"
 #include "core/check.hpp"
+#include "core/log.hpp"
+#include "core/tunables.hpp"
 #include "sampling/json_constraint.hpp"
 
 namespace dsv41::server {
@@ -26,8 +28,24 @@ std::shared_ptr<TokenConstraint> response_format_constraint(GenerationBackend& b
   std::vector<std::string> reserved = {"<｜", std::string(chat::markers::kDsml),
                                        std::string(chat::markers::kThinkStart),
                                        std::string(chat::markers::kThinkEnd)};
+  // json_schema: the schema is enforced when it stays inside the subset of
+  // sampling/json_schema.hpp; otherwise only the JSON syntax is, and the log says why (refusing
+  // such requests would break clients whose schemas carry e.g. "format" or "minimum").
+  std::shared_ptr<const sampling::JsonSchema> schema;
+  if (request.options.response_format == chat::ResponseFormat::kJsonSchema &&
+      request.options.response_format_schema_json) {
+    Result<std::shared_ptr<const sampling::JsonSchema>> compiled =
+        sampling::compile_json_schema(*request.options.response_format_schema_json);
+    if (compiled.is_ok()) {
+      schema = *compiled;
+    } else {
+      Logger(parse_log_level(Tunables::from_environment().get_string("DSV41_LOG_LEVEL")))
+          .log(LogLevel::kWarn, "{}; only the JSON syntax is enforced",
+               compiled.status().message());
+    }
+  }
   return std::make_shared<sampling::JsonConstraint>(token_vocabulary(backend), think_end,
-                                                    std::move(reserved));
+                                                    std::move(reserved), std::move(schema));
 }
 
 }  // namespace dsv41::server

@@ -341,6 +341,30 @@ class ServerTest(unittest.TestCase):
                     content = "".join(e["choices"][0]["delta"].get("content", "")
                                       for e in parse_sse(lines) if e["choices"])
                     self.assertEqual(content, choice["message"]["content"])
+        # A schema inside the enforced subset: the keys, the integer and the enum hold even for
+        # the random model. +100 on "," and "}" takes each as soon as the schema allows it, so
+        # the object is short: {"a": <digits>, "b": "x" or "y"} in some key order.
+        comma = str(self.token_id(","))
+        schema = {"type": "object", "required": ["a", "b"], "additionalProperties": False,
+                  "properties": {"a": {"type": "integer"}, "b": {"enum": ["x", "y"]}}}
+        body = chat(response_format={"type": "json_schema",
+                                     "json_schema": {"name": "s", "schema": schema}},
+                    max_tokens=60, reasoning_effort="none", logit_bias=dict(bias, **{comma: 100}))
+        status, full = self.s.json("POST", "/v1/chat/completions", body)
+        self.assertEqual(status, 200, full)
+        choice = full["choices"][0]
+        self.assertEqual(choice["finish_reason"], "stop", (choice, full["usage"]))
+        obj = json.loads(choice["message"]["content"])
+        self.assertEqual(sorted(obj), ["a", "b"], obj)
+        self.assertIsInstance(obj["a"], int)
+        self.assertIn(obj["b"], ("x", "y"))
+        # Outside the subset ("pattern"): the syntax is still enforced, the request still served.
+        schema["properties"]["b"] = {"type": "string", "pattern": "^[xy]$"}
+        status, full = self.s.json("POST", "/v1/chat/completions", dict(body, response_format={
+            "type": "json_schema", "json_schema": {"name": "s", "schema": schema}}))
+        self.assertEqual(status, 200, full)
+        text = full["choices"][0]["message"]["content"].lstrip()
+        self.assertTrue(text.startswith("{"), text)
         # Without the bias the random model writes some object (maybe cut by max_tokens): what
         # it wrote starts one.
         status, full = self.s.json("POST", "/v1/chat/completions",

@@ -3,8 +3,9 @@
 // mode the reasoning runs unconstrained until the think-end token (the end of turn is kept out of
 // it, so an answer always follows); the object starts after it. Tokens whose text holds a
 // reserved marker (special tokens, DSML) are never part of the object, so the chat output parser
-// reads the answer as content. The schema of json_schema is in the prompt; only the syntax is
-// enforced here.
+// reads the answer as content. With a compiled JsonSchema (json_schema.hpp) the object also keeps
+// to the schema (JsonSchemaTracker beside the grammar); without one only the syntax is enforced
+// (json_object, or a json_schema outside the enforced subset).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,8 @@
 
 #include "dsv41/engine.hpp"
 #include "sampling/json_grammar.hpp"
+#include "sampling/json_schema.hpp"
+#include "sampling/json_schema_tracker.hpp"
 #include "sampling/tool_call_constraint.hpp"
 
 namespace dsv41::sampling {
@@ -23,8 +26,10 @@ class JsonConstraint final : public TokenConstraint {
  public:
   // think_end: the token that ends the reasoning (-1: the object starts at the first token).
   // reserved: substrings that bar a token from the object (e.g. "<｜", "<think>").
+  // schema: null for syntax only.
   JsonConstraint(std::shared_ptr<const TokenVocabulary> vocab, int32_t think_end,
-                 std::vector<std::string> reserved);
+                 std::vector<std::string> reserved,
+                 std::shared_ptr<const JsonSchema> schema = nullptr);
   void mask(std::span<float> logits) override;
   void accept(int32_t token) override;
   // The tokens mask() leaves open (for tests); every token while reasoning is not listed: then
@@ -39,6 +44,8 @@ class JsonConstraint final : public TokenConstraint {
   std::vector<uint8_t> usable_;  // per id: non-empty and free of reserved markers
   bool reasoning_;
   JsonGrammar grammar_;
+  std::shared_ptr<const JsonSchema> schema_;  // null: syntax only
+  JsonSchemaTracker tracker_;                 // walks schema_ (unused without one)
 };
 
 }  // namespace dsv41::sampling

@@ -77,6 +77,7 @@ bool JsonGrammar::end_value(uint8_t c) {
 }
 
 bool JsonGrammar::string_byte(uint8_t c) {
+  if (low_due_ && c != '\\') return false;  // a high surrogate escape needs its low half next
   if (utf8_left_ > 0) {  // a continuation byte, in the range the lead allows for the first
     if (c < utf8_lo_ || c > utf8_hi_) return false;
     --utf8_left_;
@@ -111,6 +112,26 @@ bool JsonGrammar::string_byte(uint8_t c) {
     utf8_left_ = 3, utf8_hi_ = 0x8F;
   } else {
     return false;  // a continuation byte without a lead, C0, C1, F5..FF
+  }
+  return true;
+}
+
+// One of the 4 hex digits of \uXXXX. Surrogates must pair (RFC 8259 §7 lets a lone one
+// through, but simdjson and other strict parsers refuse it; found by fuzz_json_schema): after a
+// high half D800-DBFF only "\\u" + a low half DC00-DFFF may follow, and a low half never
+// stands alone. Each violation is refused at its first digit that decides it.
+bool JsonGrammar::hex_digit(uint8_t c) {
+  const int v = c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+  const int pos = 4 - hex_left_;
+  if (low_due_) {
+    if ((pos == 0 && v != 0xD) || (pos == 1 && v < 0xC)) return false;
+  } else if (pos == 1 && hex_value_ == 0xD && v >= 0xC) {
+    return false;
+  }
+  hex_value_ = static_cast<uint16_t>(pos == 0 ? v : hex_value_ * 16 + v);
+  if (--hex_left_ == 0) {
+    mode_ = Mode::kString;
+    low_due_ = !low_due_ && hex_value_ >= 0xD800 && hex_value_ <= 0xDBFF;
   }
   return true;
 }
@@ -183,17 +204,14 @@ bool JsonGrammar::feed(uint8_t c) {
         g.mode_ = Mode::kHex;
         g.hex_left_ = 4;
         ok = true;
-      } else if (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' ||
-                 c == 'r' || c == 't') {
+      } else if (!low_due_ && (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' ||
+                               c == 'n' || c == 'r' || c == 't')) {
         g.mode_ = Mode::kString;
         ok = true;
       }
       break;
     case Mode::kHex:
-      if (is_hex(c)) {
-        if (--g.hex_left_ == 0) g.mode_ = Mode::kString;
-        ok = true;
-      }
+      ok = is_hex(c) && g.hex_digit(c);
       break;
     case Mode::kNumber:
       ok = g.feed_in_number(c);

@@ -4,8 +4,9 @@
 // (objects, arrays, strings, numbers, true / false / null), nested at most kMaxDepth deep; runs
 // of whitespace are cut at kMaxWhitespace bytes so the model cannot stall in them. String bytes
 // >= 0x80 must form valid UTF-8 (RFC 3629: no overlongs, surrogates or code points past
-// U+10FFFF; found missing by fuzz_json_grammar, whose oracle is simdjson). Plain value type,
-// trivially copyable, so a trial feed on a copy is cheap.
+// U+10FFFF; found missing by fuzz_json_grammar, whose oracle is simdjson), and \u escapes of
+// surrogates must pair (a high half then "\u" + a low half; found by fuzz_json_schema). Plain
+// value type, trivially copyable, so a trial feed on a copy is cheap.
 #pragma once
 
 #include <array>
@@ -54,12 +55,15 @@ class JsonGrammar {
   bool whitespace(uint8_t c);
   bool start_value(uint8_t c);
   bool string_byte(uint8_t c);  // a byte inside a string, UTF-8 checked
+  bool hex_digit(uint8_t c);    // a digit of \uXXXX, surrogate pairs checked
 
   Mode mode_ = Mode::kStart;
   Num num_ = Num::kSign;
   bool string_is_key_ = false;
   bool empty_container_ = false;  // right after '{' or '[' (the close may follow)
   uint8_t hex_left_ = 0;
+  uint16_t hex_value_ = 0;  // the \u code unit read so far
+  bool low_due_ = false;    // a high surrogate was escaped: its low half must follow
   uint8_t utf8_left_ = 0, utf8_lo_ = 0x80, utf8_hi_ = 0xBF;  // continuation bytes still due
   uint8_t literal_at_ = 0, literal_ = 0;                     // literal_: 0 true, 1 false, 2 null
   uint8_t ws_run_ = 0;

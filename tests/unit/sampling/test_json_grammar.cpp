@@ -89,6 +89,18 @@ TEST_CASE("json grammar: the first bad byte is rejected", "[unit][sampling]") {
   }
 }
 
+TEST_CASE("json grammar: surrogate escapes must pair", "[unit][sampling]") {
+  bool done = false;
+  CHECK(first_rejected(R"({"k": "\ud83d\ude00 \u00e9 \uD7FF \uE000"})", &done) == -1);
+  CHECK(done);
+  CHECK(first_rejected(R"({"k": "\udc00"})", &done) == 10);   // a lone low half
+  CHECK(first_rejected(R"({"k": "\ud83dx"})", &done) == 13);  // a high half, then no escape
+  CHECK(first_rejected(R"({"k": "\ud83d\n"})", &done) == 14);  // an escape other than \u
+  CHECK(first_rejected(R"({"k": "\ud83d\u0041"})", &done) == 15);  // not a low half
+  CHECK(first_rejected(R"({"k": "\ud83d\ud83d"})", &done) == 16);
+  CHECK(first_rejected(R"({"k": "\ud83d"})", &done) == 13);   // the string ends unpaired
+}
+
 TEST_CASE("json grammar: depth and whitespace runs are bounded", "[unit][sampling]") {
   JsonGrammar g;
   REQUIRE(g.feed("{\"a\":"));
