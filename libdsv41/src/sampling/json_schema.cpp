@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/check.hpp"
+#include "core/json_writer.hpp"
 
 namespace dsv41::sampling {
 
@@ -271,38 +272,7 @@ class Compiler {
 
 std::string json_string_body(std::string_view s) {
   std::string out;
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          out += fmt::format("\\u{:04x}", c);
-        } else {
-          out += ch;
-        }
-    }
-  }
+  json::append_string_body(out, s);
   return out;
 }
 

@@ -60,8 +60,8 @@ struct JsonSchema {
 // kUnsupported for keywords outside the subset, both naming the keyword and its JSON path.
 Result<std::shared_ptr<const JsonSchema>> compile_json_schema(std::string_view schema_json);
 
-// The JSON string body of `s` as a JSON encoder writes it ('"', '\\' and controls escaped,
-// \b \f \n \r \t short forms, other controls \u00XX, everything else as is).
+// The JSON string body of `s` as a JSON encoder writes it (json::append_string_body: '"', '\\'
+// and controls escaped, \b \f \n \r \t short forms, other controls \u00xx, the rest as is).
 std::string json_string_body(std::string_view s);
 
 }  // namespace dsv41::sampling
