@@ -221,7 +221,12 @@ class Compiler {
     node.any_object = false;
     node.required = required;
     node.key_nodes = std::move(nodes);
-    for (const std::string& name : names) node.keys.push_back(json_string_body(name));
+    for (const std::string& name : names) {
+      node.keys.push_back(json_string_body(name));
+      DSV41_CHECK(node.keys.back().size() <= JsonSchema::kMaxStringBytes, kUnsupported,
+                  "response_format schema: {}.properties: a key longer than {} bytes", path,
+                  JsonSchema::kMaxStringBytes);
+    }
   }
 
   void array_part(int n, simdjson::dom::object o, const std::string& path) {
@@ -250,6 +255,9 @@ class Compiler {
       DSV41_CHECK(values.size() < JsonSchema::kMaxEnum, kUnsupported,
                   "response_format schema: {}: more than {} values", where, JsonSchema::kMaxEnum);
       values.push_back(json_string_body(s));
+      DSV41_CHECK(values.back().size() <= JsonSchema::kMaxStringBytes, kUnsupported,
+                  "response_format schema: {}: a value longer than {} bytes", where,
+                  JsonSchema::kMaxStringBytes);
     };
     simdjson::dom::array list;
     element c;

@@ -52,7 +52,8 @@ struct JsonSchemaNode {
 struct JsonSchema {
   static constexpr size_t kMaxKeys = 64;  // properties per object (a bit mask of seen keys)
   static constexpr size_t kMaxEnum = 64;  // string enum values
-  std::vector<JsonSchemaNode> nodes;      // nodes[0] is the root, an object
+  static constexpr size_t kMaxStringBytes = 4096;  // of a key or an enum value (16-bit offsets)
+  std::vector<JsonSchemaNode> nodes;               // nodes[0] is the root, an object
 };
 
 // The schema's JSON text (the request's response_format.json_schema.schema) compiled; the root

@@ -148,6 +148,8 @@ TEST_CASE("json schema: keywords outside the subset are refused by name and path
   refused(R"({"type":"object","properties":{"v":{"type":"decimal"}}})", ErrorCode::kInvalidArgument,
           "unknown type 'decimal'");
   refused("{not json", ErrorCode::kInvalidArgument, "not valid JSON");
+  refused(R"({"type":"object","properties":{"v":{"const":")" + std::string(5000, 'x') + R"("}}})",
+          ErrorCode::kUnsupported, "a value longer than 4096 bytes");
 }
 
 TEST_CASE("json schema: recursive $ref and type lists", "[unit][sampling]") {
