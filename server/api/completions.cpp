@@ -10,6 +10,8 @@
 #include "api/api_errors.hpp"
 #include "api/generation_run.hpp"
 #include "api/logprobs_json.hpp"
+#include "api/response_format.hpp"
+#include "chat/request_json.hpp"
 #include "core/check.hpp"
 #include "core/json_writer.hpp"
 
@@ -220,6 +222,11 @@ HttpResponse handle_completions(Api& api, const HttpRequest& request) {
   gen.sampling = fields.sampling;
   gen.stop = fields.stop;
   gen.top_logprobs = fields.top_logprobs;
+  if (element rf; root["response_format"].get(rf) == simdjson::SUCCESS && !rf.is_null()) {
+    chat::RequestOptions options;
+    chat::parse_response_format(rf, options, "response_format");
+    gen.constraint = json_output_constraint(*backend, options, -1);
+  }
   const bool echo_logprobs = fields.echo && fields.top_logprobs >= 0;
   if (echo_logprobs) gen.prompt_logprobs = fields.top_logprobs;
   Status fit = fit_context("prompt", static_cast<int64_t>(gen.prompt.size()),

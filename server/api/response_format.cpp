@@ -1,4 +1,4 @@
-// response_format_constraint (see response_format.hpp).
+// response_format_constraint and json_output_constraint (see response_format.hpp).
 #include "api/response_format.hpp"
 
 #include <string>
@@ -12,6 +12,34 @@
 
 namespace dsv41::server {
 
+std::shared_ptr<TokenConstraint> json_output_constraint(GenerationBackend& backend,
+                                                        const chat::RequestOptions& options,
+                                                        int32_t think_end) {
+  if (options.response_format == chat::ResponseFormat::kText) return nullptr;
+  // Markers the chat output parser acts on never enter the object.
+  std::vector<std::string> reserved = {"<｜", std::string(chat::markers::kDsml),
+                                       std::string(chat::markers::kThinkStart),
+                                       std::string(chat::markers::kThinkEnd)};
+  // json_schema: the schema is enforced when it stays inside the subset of
+  // sampling/json_schema.hpp; otherwise only the JSON syntax is, and the log says why (refusing
+  // such requests would break clients whose schemas carry e.g. "format" or "minimum").
+  std::shared_ptr<const sampling::JsonSchema> schema;
+  if (options.response_format == chat::ResponseFormat::kJsonSchema &&
+      options.response_format_schema_json) {
+    Result<std::shared_ptr<const sampling::JsonSchema>> compiled =
+        sampling::compile_json_schema(*options.response_format_schema_json);
+    if (compiled.is_ok()) {
+      schema = *compiled;
+    } else {
+      Logger(parse_log_level(Tunables::from_environment().get_string("DSV41_LOG_LEVEL")))
+          .log(LogLevel::kWarn, "{}; only the JSON syntax is enforced",
+               compiled.status().message());
+    }
+  }
+  return std::make_shared<sampling::JsonConstraint>(token_vocabulary(backend), think_end,
+                                                    std::move(reserved), std::move(schema));
+}
+
 std::shared_ptr<TokenConstraint> response_format_constraint(GenerationBackend& backend,
                                                             const chat::ChatRequest& request,
                                                             const chat::ResolvedOptions& resolved) {
@@ -24,28 +52,7 @@ std::shared_ptr<TokenConstraint> response_format_constraint(GenerationBackend& b
                 "response_format: the think-end marker is not one token in this vocabulary");
     think_end = (*ids)[0];
   }
-  // Markers the chat output parser acts on never enter the object.
-  std::vector<std::string> reserved = {"<｜", std::string(chat::markers::kDsml),
-                                       std::string(chat::markers::kThinkStart),
-                                       std::string(chat::markers::kThinkEnd)};
-  // json_schema: the schema is enforced when it stays inside the subset of
-  // sampling/json_schema.hpp; otherwise only the JSON syntax is, and the log says why (refusing
-  // such requests would break clients whose schemas carry e.g. "format" or "minimum").
-  std::shared_ptr<const sampling::JsonSchema> schema;
-  if (request.options.response_format == chat::ResponseFormat::kJsonSchema &&
-      request.options.response_format_schema_json) {
-    Result<std::shared_ptr<const sampling::JsonSchema>> compiled =
-        sampling::compile_json_schema(*request.options.response_format_schema_json);
-    if (compiled.is_ok()) {
-      schema = *compiled;
-    } else {
-      Logger(parse_log_level(Tunables::from_environment().get_string("DSV41_LOG_LEVEL")))
-          .log(LogLevel::kWarn, "{}; only the JSON syntax is enforced",
-               compiled.status().message());
-    }
-  }
-  return std::make_shared<sampling::JsonConstraint>(token_vocabulary(backend), think_end,
-                                                    std::move(reserved), std::move(schema));
+  return json_output_constraint(backend, request.options, think_end);
 }
 
 }  // namespace dsv41::server

@@ -358,6 +358,19 @@ class ServerTest(unittest.TestCase):
         self.assertEqual(sorted(obj), ["a", "b"], obj)
         self.assertIsInstance(obj["a"], int)
         self.assertIn(obj["b"], ("x", "y"))
+        # /v1/completions takes response_format too: the text after the prompt is the object.
+        comp = {"prompt": "Answer in JSON:", "max_tokens": 60, "logit_bias": body["logit_bias"],
+                "response_format": body["response_format"]}
+        status, full = self.s.json("POST", "/v1/completions", comp)
+        self.assertEqual(status, 200, full)
+        self.assertEqual(full["choices"][0]["finish_reason"], "stop", full)
+        obj = json.loads(full["choices"][0]["text"])
+        self.assertEqual(sorted(obj), ["a", "b"], obj)
+        self.assertIsInstance(obj["a"], int)
+        status, err = self.s.json("POST", "/v1/completions",
+                                  dict(comp, response_format={"type": "yaml"}))
+        self.assertEqual(status, 400, err)
+        self.assertIn("response_format.type", err["error"]["message"])
         # Outside the subset ("pattern"): the syntax is still enforced, the request still served.
         schema["properties"]["b"] = {"type": "string", "pattern": "^[xy]$"}
         status, full = self.s.json("POST", "/v1/chat/completions", dict(body, response_format={

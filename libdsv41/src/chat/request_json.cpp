@@ -208,25 +208,6 @@ void parse_tool_choice(element value, RequestOptions& options, const std::string
   options.tool_choice_name = *name;
 }
 
-void parse_response_format(element value, RequestOptions& options, const std::string& path) {
-  expect(value, element_type::OBJECT, path, "an object");
-  const std::string type = opt_string(value, "type", path).value_or("");
-  if (type == "json_schema") {
-    auto spec = find_set(value, "json_schema");
-    DSV41_CHECK(spec.has_value(), kInvalidArgument, "{}.json_schema: missing", path);
-    auto schema = find_set(*spec, "schema");
-    DSV41_CHECK(schema.has_value(), kInvalidArgument, "{}.json_schema.schema: missing", path);
-    options.response_format_schema_json = json::python_dumps(*schema);
-    options.response_format = ResponseFormat::kJsonSchema;
-  } else {
-    // "text" and "json_object" carry no schema; the reference renders nothing for them.
-    DSV41_CHECK(type == "text" || type == "json_object", kInvalidArgument,
-                "{}.type: unknown value '{}' (expected text, json_object or json_schema)", path,
-                type);
-    if (type == "json_object") options.response_format = ResponseFormat::kJsonObject;
-  }
-}
-
 // `thinking` as DeepSeek's {"type": "enabled"|"disabled"} or a plain boolean.
 bool parse_thinking(element value, const std::string& path) {
   if (value.type() == element_type::BOOL) return bool(value);
@@ -293,6 +274,25 @@ std::vector<ChatMessage> parse_messages(element list, std::string_view field) {
   for (element message : simdjson::dom::array(list))
     out.push_back(parse_message(message, at(path, i++)));
   return out;
+}
+
+void parse_response_format(element value, RequestOptions& options, const std::string& path) {
+  expect(value, element_type::OBJECT, path, "an object");
+  const std::string type = opt_string(value, "type", path).value_or("");
+  if (type == "json_schema") {
+    auto spec = find_set(value, "json_schema");
+    DSV41_CHECK(spec.has_value(), kInvalidArgument, "{}.json_schema: missing", path);
+    auto schema = find_set(*spec, "schema");
+    DSV41_CHECK(schema.has_value(), kInvalidArgument, "{}.json_schema.schema: missing", path);
+    options.response_format_schema_json = json::python_dumps(*schema);
+    options.response_format = ResponseFormat::kJsonSchema;
+  } else {
+    // "text" and "json_object" carry no schema; the reference renders nothing for them.
+    DSV41_CHECK(type == "text" || type == "json_object", kInvalidArgument,
+                "{}.type: unknown value '{}' (expected text, json_object or json_schema)", path,
+                type);
+    if (type == "json_object") options.response_format = ResponseFormat::kJsonObject;
+  }
 }
 
 ChatRequest parse_chat_request(element root) {

@@ -5,6 +5,7 @@
 
 #include <simdjson.h>
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -32,6 +33,11 @@ Result<ChatRequest> parse_chat_request_json(std::string_view json_text);
 std::vector<ChatMessage> parse_messages(simdjson::dom::element list, std::string_view field);
 // `tools` of a request: [{type: "function", function: {name, ...}}].
 std::vector<ToolSpec> parse_tools(simdjson::dom::element list, std::string_view field);
+// `response_format` ({type: text | json_object | json_schema, json_schema: {schema}}) into
+// options.response_format / response_format_schema_json; `path` names it in errors. Also used by
+// /v1/completions. Throws kInvalidArgument.
+void parse_response_format(simdjson::dom::element value, RequestOptions& options,
+                           const std::string& path);
 // null → kAbsent; string → kName; integer → kInteger; anything else → kOther.
 EffortValue parse_effort_value(simdjson::dom::element value);
 
