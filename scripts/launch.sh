@@ -24,6 +24,10 @@
 #   HOST=0.0.0.0 PORT=8000  HTTP of rank 0          TP_PORT=29500   rank 0's TP listener
 #   BACKEND=cuda MAX_CONTEXT=262144 KV_BYTES=2700000000 MAX_SEQS=2 MAX_BATCHED_TOKENS=2048
 #   EXTRA_ARGS              more dsv41-server flags, given to both ranks (word-split)
+#   CUDA_TUNABLES           library tunables of the CUDA backend for both ranks, as
+#                           "DSV41_CUDA_NAME=VALUE ..." (docs/env_vars.md), e.g.
+#                           "DSV41_CUDA_VISION=false DSV41_CUDA_MAX_CHUNK=1024"; every other
+#                           DSV41_* variable is cleared from the ranks' environment
 #   MEMGUARD_GIB=1          MemAvailable floor of the memory guard (MEMGUARD=0: no guard)
 #   WAIT_S=2700             how long `start` waits for /health
 #   SSH="ssh -o BatchMode=yes"   command used to reach the worker (tests use a local fake)
@@ -61,6 +65,11 @@ WORKER_MODEL_DIR="$(worker_path "$WORKER_MODEL_DIR" WORKER_MODEL_DIR)" || exit 1
 WORKER_STATE_DIR="$(worker_path "$WORKER_STATE_DIR" WORKER_STATE_DIR)" || exit 1
 MEMGUARD_GIB="${MEMGUARD_GIB:-1}"
 [[ "$MEMGUARD_GIB" =~ ^[0-9]+([.][0-9]+)?$ ]] || die "MEMGUARD_GIB='$MEMGUARD_GIB' is not a number of GiB"
+read -r -a CUDA_ENV <<<"${CUDA_TUNABLES:-}"
+for t in ${CUDA_ENV[@]+"${CUDA_ENV[@]}"}; do
+  [[ "$t" =~ ^DSV41_CUDA_[A-Z0-9_]+=[^[:space:]]*$ ]] ||
+    die "CUDA_TUNABLES: '$t' is not DSV41_CUDA_NAME=VALUE (docs/env_vars.md)"
+done
 
 need_worker() {
   [ -n "${WORKER:-}" ] || die "set WORKER to the worker's SSH target on the fabric (e.g. WORKER=user@10.10.10.11)"
@@ -313,12 +322,16 @@ cmd_start() {
   for v in $(compgen -e); do
     case "$v" in DSV41_*) env_r0+=(-u "$v") ;; esac
   done
+  # CUDA library tunables are not server flags: they travel as environment, the same to both
+  # (checked at the top).
+  env_r0+=(${CUDA_ENV[@]+"${CUDA_ENV[@]}"})
+  env_r1+=(${CUDA_ENV[@]+"${CUDA_ENV[@]}"})
   if [ "${RDMA:-0}" = 1 ]; then
     if [ -z "$HEAD_HCA" ] || [ -z "$WORKER_HCA" ]; then
       die "RDMA=1 needs the RDMA devices: set HEAD_HCAS and WORKER_HCAS (see: rdma link)"
     fi
     env_r0+=(DSV41_TP_IB_DEVICE="$HEAD_HCA")
-    env_r1=(DSV41_TP_IB_DEVICE="$WORKER_HCA")
+    env_r1+=(DSV41_TP_IB_DEVICE="$WORKER_HCA")
   fi
   # Rank 1 first: it retries the connection to rank 0 for --tp-connect-timeout-ms (60 s). sh -c
   # writes its own pid before exec'ing, so the pid file names the server whether or not setsid

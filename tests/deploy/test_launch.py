@@ -201,6 +201,9 @@ def test_bad_setup(fx):
     rc, _, err = fx.run("start", MEMGUARD_GIB="2G")
     check(rc == 1 and "MEMGUARD_GIB='2G'" in err, "a bad MEMGUARD_GIB is refused before starting",
           err)
+    rc, _, err = fx.run("start", CUDA_TUNABLES="DSV41_CUDA_VISION=false DSV41_API_KEY=x")
+    check(rc == 1 and "CUDA_TUNABLES: 'DSV41_API_KEY=x' is not DSV41_CUDA_NAME=VALUE" in err,
+          "a non-CUDA tunable in CUDA_TUNABLES is refused before starting", err)
     rc, _, err = fx.run("start", WORKER_MODEL_DIR="~other/model")
     check(rc == 1 and "WORKER_MODEL_DIR=~other/model" in err, "a ~user worker path is refused",
           err)
@@ -226,7 +229,8 @@ def test_lifecycle(fx):
     first = dict(env, SERVER_BIN=os.path.relpath(SERVER, fx.tmp),
                  MODEL_DIR=os.path.relpath(MODEL, fx.tmp), STATE_DIR="head-state",
                  WORKER_MODEL_DIR="~/model", WORKER_STATE_DIR="~/dsv41-state",
-                 DSV41_API_KEY="stale-key-exported-for-pi")
+                 DSV41_API_KEY="stale-key-exported-for-pi",
+                 CUDA_TUNABLES="DSV41_CUDA_VISION=false DSV41_CUDA_MAX_CHUNK=512")
     t0 = time.time()
     rc, out, err = fx.run("start", cwd=fx.tmp, **first)
     check(rc == 0 and "ready after" in out and f"http://127.0.0.1:{fx.port}/v1 here" in out,
@@ -253,6 +257,12 @@ def test_lifecycle(fx):
     status, _ = http(fx.port, "/v1/models", "stale-key-exported-for-pi")
     check(status == 401, "an exported DSV41_API_KEY does not replace the key file")
     r0, r1 = fx.pid(os.path.join(fx.state, "r0.pid")), fx.pid(fx.worker_path("r1.pid"))
+    for name, pid in (("rank 0", r0), ("rank 1", r1)):
+        environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+        check(b"DSV41_CUDA_VISION=false" in environ and b"DSV41_CUDA_MAX_CHUNK=512" in environ
+              and not any(e.startswith(b"DSV41_API_KEY=") for e in environ),
+              f"{name} gets CUDA_TUNABLES and no other DSV41_* variable",
+              [e for e in environ if e.startswith(b"DSV41_")])
     rc, out, err = fx.run("status")
     check(rc == 0 and f"rank 0 (head): running, pid {r0}\n" in out
           and f"running, pid {r1}\n" in out and ": 200" in out, "status: healthy, the right pids",
