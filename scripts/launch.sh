@@ -24,6 +24,10 @@
 #   HOST=0.0.0.0 PORT=8000  HTTP of rank 0          TP_PORT=29500   rank 0's TP listener
 #   BACKEND=cuda MAX_CONTEXT=262144 KV_BYTES=2700000000 MAX_SEQS=2 MAX_BATCHED_TOKENS=2048
 #   EXTRA_ARGS              more dsv41-server flags, given to both ranks (word-split)
+#   NCCL=0                  1: the CUDA forward's all-reduces and logits gather over NCCL
+#                           (DSV41_TP_NCCL, both ranks; NCCL_SOCKET_IFNAME / NCCL_IB_HCA set to
+#                           the detected fabric port; NEVER RUN ON TWO GPUS YET, docs/tp.md);
+#                           needs BACKEND=cuda
 #   CUDA_TUNABLES           library tunables of the CUDA backend for both ranks, as
 #                           "DSV41_CUDA_NAME=VALUE ..." (docs/env_vars.md), e.g.
 #                           "DSV41_CUDA_VISION=false DSV41_CUDA_MAX_CHUNK=1024"; every other
@@ -70,6 +74,9 @@ for t in ${CUDA_ENV[@]+"${CUDA_ENV[@]}"}; do
   [[ "$t" =~ ^DSV41_CUDA_[A-Z0-9_]+=[^[:space:]]*$ ]] ||
     die "CUDA_TUNABLES: '$t' is not DSV41_CUDA_NAME=VALUE (docs/env_vars.md)"
 done
+case "${NCCL:-0}" in 0 | 1) ;; *) die "NCCL='${NCCL}' must be 0 or 1" ;; esac
+[ "${NCCL:-0}" = 0 ] || [ "$BACKEND" = cuda ] ||
+  die "NCCL=1 needs BACKEND=cuda (NCCL carries the CUDA forward's device buffers; BACKEND=$BACKEND)"
 
 need_worker() {
   [ -n "${WORKER:-}" ] || die "set WORKER to the worker's SSH target on the fabric (e.g. WORKER=user@10.10.10.11)"
@@ -94,7 +101,8 @@ ifname_ip() {
   ip -4 -o addr show dev "$1" 2>/dev/null | awk '{ split($4, a, "/"); print a[1]; exit }'
 }
 
-# Sets HEAD_IP / WORKER_IP / HEAD_HCA / WORKER_HCA from the overrides or the detection.
+# Sets HEAD_IP / WORKER_IP / HEAD_HCA / WORKER_HCA (and HEAD_IFNAME / WORKER_IFNAME when
+# detected) from the overrides or the detection.
 resolve_fabric() {
   local found
   if [ -z "${HEAD_IP:-}" ]; then
@@ -104,7 +112,7 @@ resolve_fabric() {
     else
       found="$(detect_fabric)"
       [ -n "$found" ] || die "no ACTIVE RDMA port with an IPv4 address on this node (see: rdma link; ip -br a); set HEAD_IP (or HEAD_IFNAME) to the head's fabric address"
-      read -r HEAD_HCA _ HEAD_IP <<<"$found"
+      read -r HEAD_HCA HEAD_IFNAME HEAD_IP <<<"$found"
     fi
   fi
   if [ -z "${WORKER_IP:-}" ]; then
@@ -114,7 +122,7 @@ resolve_fabric() {
     else
       found="$(on_worker "$(declare -f detect_fabric); detect_fabric")"
       [ -n "$found" ] || die "no ACTIVE RDMA port with an IPv4 address on $WORKER (see: rdma link; ip -br a there); set WORKER_IP (or WORKER_IFNAME)"
-      read -r WORKER_HCA _ WORKER_IP <<<"$found"
+      read -r WORKER_HCA WORKER_IFNAME WORKER_IP <<<"$found"
     fi
   fi
   [ "$HEAD_IP" != "$WORKER_IP" ] ||
@@ -332,6 +340,15 @@ cmd_start() {
     fi
     env_r0+=(DSV41_TP_IB_DEVICE="$HEAD_HCA")
     env_r1+=(DSV41_TP_IB_DEVICE="$WORKER_HCA")
+  fi
+  if [ "${NCCL:-0}" = 1 ]; then
+    env_r0+=(DSV41_TP_NCCL=1)
+    env_r1+=(DSV41_TP_NCCL=1)
+    # NCCL's bootstrap and its IB/RoCE transport on the fabric port, not the first interface.
+    [ -z "${HEAD_IFNAME:-}" ] || env_r0+=(NCCL_SOCKET_IFNAME="$HEAD_IFNAME")
+    [ -z "${WORKER_IFNAME:-}" ] || env_r1+=(NCCL_SOCKET_IFNAME="$WORKER_IFNAME")
+    [ -z "$HEAD_HCA" ] || env_r0+=(NCCL_IB_HCA="$HEAD_HCA")
+    [ -z "$WORKER_HCA" ] || env_r1+=(NCCL_IB_HCA="$WORKER_HCA")
   fi
   # Rank 1 first: it retries the connection to rank 0 for --tp-connect-timeout-ms (60 s). sh -c
   # writes its own pid before exec'ing, so the pid file names the server whether or not setsid

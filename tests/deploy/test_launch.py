@@ -64,7 +64,8 @@ esac
 """)
         self.port, self.tp_port = free_port(), free_port()
         self.env = dict(os.environ)
-        for k in ("HEAD_IP", "WORKER_IP", "HEAD_IFNAME", "WORKER_IFNAME", "RDMA", "EXTRA_ARGS"):
+        for k in ("HEAD_IP", "WORKER_IP", "HEAD_IFNAME", "WORKER_IFNAME", "RDMA", "NCCL",
+                  "EXTRA_ARGS"):
             self.env.pop(k, None)
         self.env.update({
             "WORKER": "tester@worker", "SSH": os.path.join(HERE, "fake_ssh.sh"),
@@ -204,6 +205,11 @@ def test_bad_setup(fx):
     rc, _, err = fx.run("start", CUDA_TUNABLES="DSV41_CUDA_VISION=false DSV41_API_KEY=x")
     check(rc == 1 and "CUDA_TUNABLES: 'DSV41_API_KEY=x' is not DSV41_CUDA_NAME=VALUE" in err,
           "a non-CUDA tunable in CUDA_TUNABLES is refused before starting", err)
+    rc, _, err = fx.run("start", NCCL="1", BACKEND="cpu")
+    check(rc == 1 and "NCCL=1 needs BACKEND=cuda" in err,
+          "NCCL=1 with the CPU backend is refused before starting", err)
+    rc, _, err = fx.run("start", NCCL="yes")
+    check(rc == 1 and "NCCL='yes' must be 0 or 1" in err, "NCCL takes 0 or 1", err)
     rc, _, err = fx.run("start", WORKER_MODEL_DIR="~other/model")
     check(rc == 1 and "WORKER_MODEL_DIR=~other/model" in err, "a ~user worker path is refused",
           err)

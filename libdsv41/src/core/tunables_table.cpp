@@ -105,6 +105,10 @@ constexpr TunableSpec kSpecs[] = {
      "all-reduce over the TCP link. UNVERIFIED ON HARDWARE (docs/tp.md)"},
     {"DSV41_TP_IB_GID_INDEX", TunableType::kInt, "3",
      "TP: GID index of DSV41_TP_IB_DEVICE port 1 (the RoCE v2 IPv4 GID; per NIC, see show_gids)"},
+    {"DSV41_TP_NCCL", TunableType::kBool, "false",
+     "TP, CUDA backend: the forward's all-reduces and logits gather over NCCL on device buffers "
+     "(bootstrapped over the TCP link, which keeps the runtime's messages); both ranks must "
+     "agree. NEVER RUN ON TWO GPUS YET (docs/tp.md)"},
 };
 }  // namespace
 

@@ -80,7 +80,17 @@ class TpComm {
   // timeout, abort). Polls nothing: a watcher (the server's /health) may call it at any time
   // from any thread.
   virtual Status health() { return Status::ok(); }
+
+  // True when the collectives' spans must be device memory (TpNccl: the CUDA forward's data
+  // collectives hand it device buffers without host staging); false for the host transports.
+  virtual bool takes_device_memory() const { return false; }
 };
+
+// A TpComm that forwards every call to `target` and owns nothing (target must outlive it): lets
+// a wrapper that takes ownership of its bootstrap (make_tp_nccl) share the link that the runtime
+// keeps using for its own messages. Calls on the two must not overlap (the runtime's forward
+// thread makes both).
+std::unique_ptr<TpComm> borrow_tp_comm(TpComm& target);
 
 // "all_reduce_sum_f32" etc.: the op names used in errors and on the wire.
 enum class TpOp : uint8_t { kAllReduceF32 = 1, kAllReduceBf16, kAllGather, kBroadcast, kBarrier };

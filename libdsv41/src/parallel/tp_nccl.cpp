@@ -54,6 +54,14 @@ class TpNcclComm final : public TpComm {
     });
   }
   Status barrier(const CallControl& ctl) override { return bootstrap_->barrier(ctl); }
+  bool takes_device_memory() const override { return true; }
+  Status health() override {
+    {
+      std::lock_guard lock(mu_);
+      if (!failure_.is_ok()) return failure_;
+    }
+    return bootstrap_->health();
+  }
 
   void abort(const std::string& reason) override {
     {

@@ -15,6 +15,10 @@
 #include "model/attention/attention_state.hpp"
 #include "sampling/device_sample_plan.hpp"
 
+namespace dsv41::parallel {
+class TpComm;
+}  // namespace dsv41::parallel
+
 namespace dsv41 {
 
 class Transformer;
@@ -90,6 +94,9 @@ struct CudaBackendOptions {
   int64_t max_context = 65536;  // longest sequence (DSV41_CUDA_MAX_CONTEXT)
   int prefill_x_parts = 3;      // bf16 parts of GEMM inputs at prefill, 1..3 (DSV41_CUDA_PREFILL_X)
   bool programmatic_launch = true;  // dependent launch of the kernels (DSV41_CUDA_PDL)
+  // TP ranks: the collective of the forward's all-reduces and logits gather when it is not the
+  // Transformer's own link (DSV41_TP_NCCL: TpNccl on device buffers); must outlive the backend.
+  parallel::TpComm* data_comm = nullptr;
 };
 // The CUDA backend: uploads t's weights to the current device (t must outlive it). Defined by
 // cuda_backend.cpp in a DSV41_CUDA build, else by cuda_backend_absent.cpp (kUnsupported).

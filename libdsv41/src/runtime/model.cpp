@@ -12,6 +12,7 @@
 #include "runtime/model_impl.hpp"
 #include "runtime/tp_follower.hpp"
 #include "runtime/tp_link.hpp"
+#include "runtime/tp_nccl_link.hpp"
 
 namespace dsv41 {
 
@@ -138,8 +139,19 @@ Result<Model> Model::load(const ModelParams& params) {
       tp.settings["dspark"] = params.dspark ? "1" : "0";
       if (backend == "cuda")
         tp.settings["cuda_max_chunk"] = std::to_string(tun.get_int("DSV41_CUDA_MAX_CHUNK"));
+      // Both ranks create the NCCL communicator or neither (one alone would wait for the other
+      // until the init timeout).
+      const bool nccl = tun.get_bool("DSV41_TP_NCCL");
+      DSV41_CHECK(!nccl || backend == "cuda", kInvalidArgument,
+                  "DSV41_TP_NCCL = true needs DSV41_BACKEND = \"cuda\" (got \"{}\"): NCCL carries "
+                  "the CUDA forward's device buffers",
+                  backend);
+      tp.settings["tp_nccl"] = nccl ? "1" : "0";
       impl->comm = connect_tp_link(params.model_dir, tp, tun.get_string("DSV41_TP_IB_DEVICE"),
                                    static_cast<int>(tun.get_int("DSV41_TP_IB_GID_INDEX")));
+      if (nccl)
+        impl->data_comm =
+            connect_tp_nccl(*impl->comm, std::chrono::milliseconds(tp.connect_timeout_ms));
     }
     DSV41_CHECK(!params.dspark || backend == "cpu", kUnsupported,
                 "ModelParams.dspark runs on the CPU backend only (DSV41_BACKEND = \"{}\")",
@@ -166,6 +178,7 @@ Result<Model> Model::load(const ModelParams& params) {
       o.programmatic_launch = tun.get_bool("DSV41_CUDA_PDL");
       o.max_chunk = static_cast<int>(chunk);
       o.max_context = context;
+      o.data_comm = impl->data_comm.get();
       impl->backend = make_cuda_backend(*impl->transformer, o);
     } else {
       impl->backend = make_cpu_backend(*impl->transformer);

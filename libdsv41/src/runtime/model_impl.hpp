@@ -18,7 +18,10 @@
 namespace dsv41 {
 
 struct DSV41_INTERNAL Model::Impl {
-  std::unique_ptr<parallel::TpComm> comm;    // world 2 only; outlives the transformer
+  std::unique_ptr<parallel::TpComm> comm;  // world 2 only; outlives the transformer
+  // DSV41_TP_NCCL on the CUDA backend: the forward's data collectives (borrows comm; outlives
+  // the backend, destroyed before comm).
+  std::unique_ptr<parallel::TpComm> data_comm;
   std::unique_ptr<Transformer> transformer;  // weights + config; the CPU backend runs it
   std::unique_ptr<ForwardBackend> backend;   // after transformer: destroyed first
   std::unique_ptr<Tokenizer> tokenizer;      // null when the model directory has no tokenizer.json

@@ -100,3 +100,23 @@ TEST_CASE("model: CUDA tunables out of range are rejected naming the variable",
                Catch::Contains("DSV41_CUDA_PREFILL_X = \"fp16\" must be \"fp32\", \"bf16x2\" or "
                                "\"bf16\""));
 }
+
+TEST_CASE("model: DSV41_TP_NCCL with the CPU backend is refused naming both settings",
+          "[golden][runtime][backend]") {
+  // Checked before the TP link is opened: nothing listens at the peer address.
+  ModelParams p;
+  p.model_dir = fixture("golden/tiny8");
+  p.backend = "cpu";
+  p.tp.world = 2;
+  p.tp.rank = 0;
+  p.tp.bind_address = "127.0.0.1";
+  p.tp.peer_address = "127.0.0.2";
+  p.tp.connect_timeout_ms = 100;
+  ::setenv("DSV41_TP_NCCL", "1", 1);
+  auto r = Model::load(p);
+  ::unsetenv("DSV41_TP_NCCL");
+  REQUIRE(r.status().code() == ErrorCode::kInvalidArgument);
+  REQUIRE_THAT(
+      r.status().message(),
+      Catch::Contains("DSV41_TP_NCCL = true needs DSV41_BACKEND = \"cuda\" (got \"cpu\")"));
+}

@@ -45,3 +45,27 @@ TEST_CASE("TpLocal rejects bad sizes and roots, honours abort", "[unit][parallel
   REQUIRE(s.code() == ErrorCode::kAborted);
   REQUIRE(s.message().find("engine shutdown") != std::string::npos);
 }
+
+TEST_CASE("borrow_tp_comm forwards every call and owns nothing", "[unit][parallel]") {
+  auto target = make_tp_local();
+  {
+    auto b = borrow_tp_comm(*target);
+    REQUIRE(b->rank() == 0);
+    REQUIRE(b->world() == 1);
+    REQUIRE_FALSE(b->takes_device_memory());
+    std::vector<float> f{1.5f};
+    REQUIRE(b->all_reduce_sum_f32(f).is_ok());
+    std::vector<std::byte> mine{std::byte{3}}, out(2);
+    const Status s = b->all_gather(mine, out);  // the target's own size check answers
+    REQUIRE(s.code() == ErrorCode::kInvalidArgument);
+    REQUIRE(s.message().find("world 1") != std::string::npos);
+    REQUIRE(b->health().is_ok());
+  }
+  REQUIRE(target->barrier().is_ok());  // still usable after the borrower is gone
+  auto b = borrow_tp_comm(*target);
+  b->abort("test says stop");  // reaches the target: sticky there
+  const Status s = target->barrier();
+  REQUIRE(s.code() == ErrorCode::kAborted);
+  REQUIRE(s.message().find("test says stop") != std::string::npos);
+  REQUIRE(b->barrier().code() == ErrorCode::kAborted);
+}

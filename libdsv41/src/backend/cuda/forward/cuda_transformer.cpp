@@ -120,8 +120,13 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
   const size_t C = static_cast<size_t>(opts.max_chunk);
   if (plan.sharded()) {
     const int64_t Vp = plan.vocab_per_rank;
-    m->tp_ = std::make_unique<DeviceTp>(*cpu.comm(), static_cast<int64_t>(C) * t.hidden_size,
-                                        kGatherRows * Vp);
+    parallel::TpComm& comm = opts.data_comm != nullptr ? *opts.data_comm : *cpu.comm();
+    DSV41_CHECK(
+        comm.rank() == cpu.comm()->rank() && comm.world() == cpu.comm()->world(), kInvalidArgument,
+        "CudaForwardOptions.data_comm is rank {} of {}, the Transformer's link rank {} of {}",
+        comm.rank(), comm.world(), cpu.comm()->rank(), cpu.comm()->world());
+    m->tp_ =
+        std::make_unique<DeviceTp>(comm, static_cast<int64_t>(C) * t.hidden_size, kGatherRows * Vp);
     m->head_local_ = DeviceBuffer(kGatherRows * Vp * 4);  // padding columns are never read back
   }
   m->stage_ids_ = std::make_unique<PinnedBuffer>(C * 4);

@@ -30,6 +30,10 @@
 #include "backend/cuda/pinned_buffer.hpp"
 #include "dsv41k/gemm_x.hpp"
 
+namespace dsv41::parallel {
+class TpComm;
+}  // namespace dsv41::parallel
+
 namespace dsv41 {
 class Transformer;
 }
@@ -46,6 +50,10 @@ struct CudaForwardOptions {
   // and the routed FP4 experts (moe_grouped_fp4_gemv_tc); false: the CUDA-core kernels (kept for
   // comparison in dsv41_bench_cuda_forward, gemv=cuda-core).
   bool gemv_tc = true;
+  // A sharded Transformer's collectives run over this TpComm instead of the Transformer's own
+  // link (null): TpNccl (takes_device_memory) on device buffers without host staging. Must have
+  // the link's rank and world and outlive the CudaTransformer.
+  parallel::TpComm* data_comm = nullptr;
   // kInvalidArgument naming the field.
   void validate() const;
 };

@@ -26,12 +26,20 @@ DeviceTp::DeviceTp(parallel::TpComm& comm, int64_t max_reduce, int64_t max_gathe
               "DeviceTp: staging of {} / {} floats", max_reduce, max_gather);
   send_ = PinnedBuffer(static_cast<size_t>(std::max(max_reduce, max_gather)) * 4);
   recv_ = PinnedBuffer(static_cast<size_t>(max_gather) * comm.world() * 4);
+  if (comm.takes_device_memory())
+    gather_ = DeviceBuffer(static_cast<size_t>(max_gather) * comm.world() * 4);
 }
 
 void DeviceTp::all_reduce_sum(float* data, int64_t n, cudaStream_t stream, const char* what) {
   DSV41_CHECK(n >= 0 && n <= max_reduce_, kInternal, "{} all-reduce: {} floats, staging holds {}",
               what, n, max_reduce_);
   if (n == 0) return;
+  if (comm_->takes_device_memory()) {  // the device buffer itself, once the stream produced it
+    DSV41_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const Status s = comm_->all_reduce_sum_f32(std::span<float>(data, static_cast<size_t>(n)));
+    if (!s.is_ok()) fail(s, what);
+    return;
+  }
   // The previous call's upload from send_ is ordered before this download on the same stream.
   DSV41_CUDA_CHECK(cudaMemcpyAsync(send_.data(), data, static_cast<size_t>(n) * 4,
                                    cudaMemcpyDeviceToHost, stream));
@@ -46,6 +54,19 @@ const float* DeviceTp::all_gather(const float* mine, int64_t n, cudaStream_t str
                                   const char* what) {
   DSV41_CHECK(n > 0 && n <= max_gather_, kInternal, "{} all-gather: {} floats, staging holds {}",
               what, n, max_gather_);
+  if (comm_->takes_device_memory()) {
+    // The sync also orders the caller's copies out of recv_ before it is overwritten below.
+    DSV41_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const size_t bytes = static_cast<size_t>(n) * 4;
+    const Status s = comm_->all_gather(
+        std::as_bytes(std::span<const float>(mine, static_cast<size_t>(n))),
+        std::as_writable_bytes(std::span<float>(gather_.as<float>(), n * comm_->world())));
+    if (!s.is_ok()) fail(s, what);
+    DSV41_CUDA_CHECK(cudaMemcpyAsync(recv_.data(), gather_.data(), bytes * comm_->world(),
+                                     cudaMemcpyDeviceToHost, stream));
+    DSV41_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return recv_.as<float>();
+  }
   // Also orders the caller's copies out of recv_ (queued after the previous call) before the
   // collective overwrites it.
   DSV41_CUDA_CHECK(cudaMemcpyAsync(send_.data(), mine, static_cast<size_t>(n) * 4,

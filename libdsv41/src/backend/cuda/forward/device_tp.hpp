@@ -1,16 +1,18 @@
 // DeviceTp: the tensor-parallel collectives of the CUDA forward (docs/tp.md "CUDA backend") on
 // device buffers, over any TpComm (TpTcp, TpNccl, the one-shot RDMA all-reduce). Each call
-// waits for the forward stream, copies the operand to pinned host memory, runs the TpComm
-// collective there and queues the result back on the stream: correct over every transport and
-// bit-identical on both ranks (TpComm sums in rank order), but a host sync per call, so a
-// tensor-parallel step cannot be captured into a CUDA graph. (A device-resident NCCL path
-// would remove the syncs; NCCL has not run yet, issue 8.)
+// waits for the forward stream, then: host transports get the operand copied to pinned host
+// memory and the result queued back on the stream; a TpComm that takes device memory (TpNccl,
+// DSV41_TP_NCCL) gets the device buffer itself (its own stream, complete when the call returns).
+// Correct over every transport and bit-identical on both ranks (TpComm sums in rank order; two
+// ranks' fp32 sum is the same either way), but a host sync per call, so a tensor-parallel step
+// cannot be captured into a CUDA graph. NCCL has not run on two GPUs yet (issue 8).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
+#include "backend/cuda/device_buffer.hpp"
 #include "backend/cuda/pinned_buffer.hpp"
 #include "parallel/tp_comm.hpp"
 
@@ -37,6 +39,7 @@ class DeviceTp {
   parallel::TpComm* comm_;
   int64_t max_reduce_, max_gather_;
   PinnedBuffer send_, recv_;
+  DeviceBuffer gather_;  // takes_device_memory: [world, max_gather] floats, the gather's target
 };
 
 }  // namespace dsv41::cuda
