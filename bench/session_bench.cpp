@@ -3,8 +3,11 @@
 // launch overhead without CUDA graphs), to set beside dsv41_bench_cuda_forward's device-only
 // figures. Results: docs/perf.md "Session path".
 //
-//   dsv41_bench_session DIR BACKEND [PROMPT_TOKENS [DECODE_STEPS [CHUNK]]]
-//   e.g. dsv41_bench_session /tmp/syn cuda 2048 64 2048
+//   dsv41_bench_session DIR BACKEND [PROMPT_TOKENS [DECODE_STEPS [CHUNK]]] [--tp RANK BIND PEER
+//   PORT] e.g. dsv41_bench_session /tmp/syn cuda 2048 64 2048
+// --tp: one rank of a tensor-parallel pair (docs/tp.md "Rank processes"; issue 8's run, e.g. one
+// process per GPU with CUDA_VISIBLE_DEVICES, DSV41_TP_NCCL for the NCCL data link): rank 0 times
+// the same work and prints the table, rank 1 follows until rank 0 closes the link.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -27,8 +30,20 @@ int fail(const Status& s, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 3) {
-    std::fprintf(stderr, "usage: %s DIR cpu|cuda [PROMPT_TOKENS [DECODE_STEPS [CHUNK]]]\n",
+  ModelParams mp;
+  // Trailing "--tp RANK BIND PEER PORT".
+  if (argc >= 8 && std::string(argv[argc - 5]) == "--tp") {
+    mp.tp.world = 2;
+    mp.tp.rank = std::atoi(argv[argc - 4]);
+    mp.tp.bind_address = argv[argc - 3];
+    mp.tp.peer_address = argv[argc - 2];
+    mp.tp.port = static_cast<uint16_t>(std::atoi(argv[argc - 1]));
+    argc -= 5;
+  }
+  if (argc < 3 || argc > 6) {
+    std::fprintf(stderr,
+                 "usage: %s DIR cpu|cuda [PROMPT_TOKENS [DECODE_STEPS [CHUNK]]] "
+                 "[--tp RANK BIND PEER PORT]\n",
                  argv[0]);
     return 2;
   }
@@ -39,12 +54,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "PROMPT_TOKENS and DECODE_STEPS must be >= 1, CHUNK >= 0\n");
     return 2;
   }
-  ModelParams mp;
   mp.model_dir = argv[1];
   mp.backend = argv[2];
   const auto t_load = Clock::now();
   auto model = Model::load(mp);
   if (!model) return fail(model.status(), "load");
+  if (mp.tp.world == 2 && mp.tp.rank == 1) {
+    std::printf("load: %.1f s; rank 1 follows\n", ms_since(t_load) / 1e3);
+    const Status s = model->run_tp_follower();  // ends when rank 0 closes the link
+    std::printf("rank 1: %s\n", s.to_string().c_str());
+    return 0;
+  }
   std::printf("load: %.1f s, backend %s, max context %lld\n", ms_since(t_load) / 1e3,
               model->info().backend.c_str(),
               static_cast<long long>(model->info().max_position_embeddings));
@@ -84,10 +104,11 @@ int main(int argc, char** argv) {
   }
   const double verify_ms = ms_since(t_verify);
   std::printf(
-      "| backend | prompt | prefill ms | prefill tok/s | decode ms/token | tok/s | "
-      "6-row verify + rollback 5 ms |\n|---|---|---|---|---|---|---|\n");
-  std::printf("| %s | %lld | %.1f | %.0f | %.2f | %.1f | %.2f |\n", model->info().backend.c_str(),
-              static_cast<long long>(prompt), prefill_ms, prompt / (prefill_ms / 1e3),
-              decode_ms / steps, steps / (decode_ms / 1e3), verify_ms / steps);
+      "| backend | world | prompt | prefill ms | prefill tok/s | decode ms/token | tok/s | "
+      "6-row verify + rollback 5 ms |\n|---|---|---|---|---|---|---|---|\n");
+  std::printf("| %s | %d | %lld | %.1f | %.0f | %.2f | %.1f | %.2f |\n",
+              model->info().backend.c_str(), mp.tp.world, static_cast<long long>(prompt),
+              prefill_ms, prompt / (prefill_ms / 1e3), decode_ms / steps, steps / (decode_ms / 1e3),
+              verify_ms / steps);
   return 0;
 }

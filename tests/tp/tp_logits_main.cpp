@@ -6,6 +6,10 @@
 // logits as raw little-endian fp32 to OUT; rank 1 only follows.
 //   dsv41_tp_logits MODEL_DIR OUT                      (one process)
 //   dsv41_tp_logits MODEL_DIR OUT RANK BIND PEER PORT  (one TP rank)
+//   dsv41_tp_logits --compare A B VOCAB TOL            (two outputs: max |diff| <= TOL and the
+//                                                       same argmax on every row, else exit 1)
+// The backend is DSV41_BACKEND's (scripts/gpu-tp-test.sh runs it with cuda, one GPU per rank).
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -38,11 +42,56 @@ T check(Result<T> r, const char* what) {
   return std::move(*r);
 }
 
+std::vector<float> read_floats(const char* path) {
+  std::vector<float> v;
+  FILE* f = std::fopen(path, "rb");
+  if (f == nullptr) {
+    std::fprintf(stderr, "dsv41_tp_logits: cannot read %s\n", path);
+    std::exit(2);
+  }
+  float x;
+  while (std::fread(&x, sizeof x, 1, f) == 1) v.push_back(x);
+  std::fclose(f);
+  return v;
+}
+
+int compare(const char* a_path, const char* b_path, long vocab, double tol) {
+  const std::vector<float> a = read_floats(a_path), b = read_floats(b_path);
+  if (vocab < 1 || a.size() != b.size() || a.empty() || a.size() % vocab != 0) {
+    std::fprintf(stderr, "dsv41_tp_logits: %s has %zu floats, %s %zu (vocab %ld)\n", a_path,
+                 a.size(), b_path, b.size(), vocab);
+    return 1;
+  }
+  double worst = 0;
+  size_t worst_at = 0, argmax_diff = 0;
+  const size_t rows = a.size() / vocab;
+  for (size_t r = 0; r < rows; ++r) {
+    size_t ia = 0, ib = 0;
+    for (size_t c = 0; c < static_cast<size_t>(vocab); ++c) {
+      const size_t i = r * vocab + c;
+      const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
+      if (!(d <= worst)) worst = d, worst_at = i;  // NaN counts as worst
+      if (a[i] > a[r * vocab + ia]) ia = c;
+      if (b[i] > b[r * vocab + ib]) ib = c;
+    }
+    argmax_diff += ia != ib;
+  }
+  std::printf(
+      "%zu rows: max |diff| %.3g at row %zu column %zu (tolerance %.3g), %zu rows with "
+      "a different argmax\n",
+      rows, worst, worst_at / vocab, worst_at % vocab, tol, argmax_diff);
+  return worst <= tol && argmax_diff == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 6 && std::string(argv[1]) == "--compare")
+    return compare(argv[2], argv[3], std::atol(argv[4]), std::atof(argv[5]));
   if (argc != 3 && argc != 7) {
-    std::fprintf(stderr, "usage: dsv41_tp_logits MODEL_DIR OUT [RANK BIND PEER PORT]\n");
+    std::fprintf(stderr,
+                 "usage: dsv41_tp_logits MODEL_DIR OUT [RANK BIND PEER PORT]\n"
+                 "       dsv41_tp_logits --compare A B VOCAB TOL\n");
     return 2;
   }
   const std::string dir = argv[1];
