@@ -38,7 +38,8 @@ class DeviceTp {
  private:
   parallel::TpComm* comm_;
   int64_t max_reduce_, max_gather_;
-  PinnedBuffer send_, recv_;
+  PinnedBuffer send_;    // host transports only: the operand's staging
+  PinnedBuffer recv_;    // [world, max_gather] floats: the gathered logits the caller reads
   DeviceBuffer gather_;  // takes_device_memory: [world, max_gather] floats, the gather's target
 };
 
