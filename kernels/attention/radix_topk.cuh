@@ -25,37 +25,79 @@ __device__ __forceinline__ void add_count(int* hist, int d, bool valid) {
   if ((threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&hist[d], __popc(peers));
 }
 
-// tau / need for the keys key(j), j < n, 0 <= take <= n: tau is the key of rank take (1-based,
-// descending; ties keep one key), need how many of the entries with key == tau belong to the
-// top `take`. All threads of the block call it; hist is __shared__ int[256], the two outputs
-// __shared__ too. Four 8-bit passes over the keys.
-template <int kThreads, class Key>
-__device__ void threshold_keys(Key key, int64_t n, int64_t take, int* hist, uint32_t* s_prefix,
-                               int64_t* s_need) {
+// After a pass's histogram: the digit d of the bucket holding rank `need` (descending) and how
+// many entries of that bucket still belong to the top, i.e. the largest d with
+// Σ_{d' >= d} hist[d'] >= need (d = 0 when none), *s_prefix = prefix | d << shift and
+// *s_need = need - Σ_{d' > d} hist[d']. Warp 0 scans: lane L owns digits 255 - 8L .. 248 - 8L (a
+// serial walk of up to 256 shared loads by one thread cost ~2-5 us per pass at decode).
+__device__ __forceinline__ void find_bucket(const int* hist, uint32_t prefix, int shift,
+                                            int64_t need, uint32_t* s_prefix, int64_t* s_need) {
+  if (threadIdx.x >= 32) return;
+  const int lane = threadIdx.x;
+  int local = 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) local += hist[255 - 8 * lane - i];
+  int incl = local;  // Σ of lanes 0..lane (digits 255 down to 248 - 8·lane), fits int: <= n
+#pragma unroll
+  for (int off = 1; off < 32; off *= 2) {
+    const int v = __shfl_up_sync(0xffffffffu, incl, off);
+    if (lane >= off) incl += v;
+  }
+  const unsigned reached = __ballot_sync(0xffffffffu, incl >= need);
+  const int owner = reached ? __ffs(reached) - 1 : 31;
+  if (lane != owner) return;
+  int64_t above = incl - local;
+  int d = 255 - 8 * lane;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int c = hist[d];
+    if (i == 7 || above + c >= need) break;  // digit 0 when no bucket reaches need
+    above += c;
+    --d;
+  }
+  *s_prefix = prefix | (static_cast<uint32_t>(d) << shift);
+  *s_need = need - above;
+}
+
+// tau / need for the keys visited by for_each_key, 0 <= take <= their count: tau is the key of
+// rank take (1-based, descending; ties keep one key), need how many of the entries with key ==
+// tau belong to the top `take`. for_each_key(f) calls f(key, valid) for every key the thread
+// holds, the same number of times in every lane of a warp (add_count's ballots). All threads of
+// the block call it; hist is __shared__ int[256], the two outputs __shared__ too. Four 8-bit
+// passes over the keys.
+template <int kThreads, class ForEachKey>
+__device__ void threshold_visit(ForEachKey for_each_key, int64_t take, int* hist,
+                                uint32_t* s_prefix, int64_t* s_need) {
   uint32_t prefix = 0, mask = 0;
   int64_t need = take;
   for (int shift = 24; shift >= 0; shift -= 8) {
     for (int i = threadIdx.x; i < 256; i += kThreads) hist[i] = 0;
     __syncthreads();
-    for (int64_t base = 0; base < n; base += kThreads) {  // every lane of a warp in each round
-      const int64_t j = base + threadIdx.x;
-      const uint32_t k = j < n ? key(j) : 0u;
-      add_count(hist, static_cast<int>((k >> shift) & 0xFFu), j < n && (k & mask) == prefix);
-    }
+    for_each_key([&](uint32_t k, bool valid) {
+      add_count(hist, static_cast<int>((k >> shift) & 0xFFu), valid && (k & mask) == prefix);
+    });
     __syncthreads();
-    if (threadIdx.x == 0) {
-      int64_t above = 0;
-      int d = 255;
-      for (; d > 0 && above + hist[d] < need; --d) above += hist[d];  // the bucket of rank need
-      *s_prefix = prefix | (static_cast<uint32_t>(d) << shift);
-      *s_need = need - above;
-    }
+    find_bucket(hist, prefix, shift, need, s_prefix, s_need);
     __syncthreads();
     prefix = *s_prefix;
     need = *s_need;
     mask |= 0xFFu << shift;
     __syncthreads();
   }
+}
+
+// threshold_visit over the keys key(j), j < n, strided over the block's threads.
+template <int kThreads, class Key>
+__device__ void threshold_keys(Key key, int64_t n, int64_t take, int* hist, uint32_t* s_prefix,
+                               int64_t* s_need) {
+  threshold_visit<kThreads>(
+      [&](auto&& f) {
+        for (int64_t base = 0; base < n; base += kThreads) {  // every lane of a warp in each round
+          const int64_t j = base + threadIdx.x;
+          f(j < n ? key(j) : 0u, j < n);
+        }
+      },
+      take, hist, s_prefix, s_need);
 }
 
 // threshold_keys over the values load(j) (order_key of each; no NaN).
@@ -83,6 +125,29 @@ __device__ __forceinline__ int exclusive_scan(int flag, int* warp_sums, int* tot
   }
   *total = sum;
   return before + in_warp;
+}
+
+// Exclusive prefix sum of `v` over the block's threads in order, and the block total.
+template <int kThreads>
+__device__ __forceinline__ int exclusive_sum(int v, int* warp_sums, int* total) {
+  constexpr int kWarps = kThreads / 32;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  int incl = v;
+#pragma unroll
+  for (int off = 1; off < 32; off *= 2) {
+    const int u = __shfl_up_sync(0xffffffffu, incl, off);
+    if (lane >= off) incl += u;
+  }
+  __syncthreads();  // warp_sums free from the previous use
+  if (lane == 31) warp_sums[warp] = incl;
+  __syncthreads();
+  int before = 0, sum = 0;
+  for (int w = 0; w < kWarps; ++w) {
+    if (w < warp) before += warp_sums[w];
+    sum += warp_sums[w];
+  }
+  *total = sum;
+  return before + incl - v;
 }
 
 }  // namespace dsv41::kernels::radix

@@ -72,6 +72,15 @@ TEST_CASE("select_topk matches the CPU reference exactly", "[kernel][attention][
   run_topk(2, 32768, 512, 0, 0.0);    // released: 32k entries (ratio 1 at 32k context)
   run_topk(2, 32768, 512, 5, 0.3);    // same with exact ties and invisible entries
   run_topk(1, 100, 1, 0, 0.0);        // k = 1
+  // Register-held rows (n <= 512 threads x 4 or x 16 entries) at their edges, and the first row
+  // length past them (strided passes over global memory).
+  for (int64_t n : {511, 512, 513, 2048, 2049, 8192, 8193}) {
+    run_topk(1, n, 512, 0, 0.0);
+    run_topk(3, n, 512, 4, 0.25);
+  }
+  run_topk(1, 8192, 8192, 0, 0.1);  // k = n: every finite entry kept
+  run_topk(2, 4096, 512, 3, 0.1);   // three values: the cut inside a huge tie
+  run_topk(2, 2048, 512, 0, 1.0);   // all -inf: nothing kept
 }
 
 TEST_CASE("select_topk rejects unsupported arguments", "[kernel][attention][topk]") {

@@ -50,6 +50,30 @@ int64_t kv_packed_bytes(KvFormat f, int64_t dim);
 cudaError_t kv_quantize(KvFormat f, const float* x, float* xq, uint8_t* packed, int64_t rows,
                         int64_t dim, cudaStream_t stream);
 
+// What kv_norm_rope_quantize does to each row before kv_quantize's step; null pointers skip a
+// step. Rows of one position: rows_per_position consecutive rows (heads of one token) share it.
+struct KvRowOps {
+  const float* norm_w = nullptr;  // [dim] RMSNorm weights (rms_norm of the row with eps)
+  float eps = 0.0f;
+  const float* inv_freq = nullptr;  // [rope_dim/2] RoPE table (rope_rotate of the trailing slice)
+  int rope_dim = 0;
+  int64_t pos0 = 0;  // position of row r = pos0 + (r / rows_per_position)·pos_step
+  int64_t pos_step = 1;
+  int rows_per_position = 1;
+  uint8_t* ring = nullptr;  // also write packed row r to ring slot position % capacity
+  int64_t ring_capacity = 0;
+};
+
+// rms_norm (when ops.norm_w) then rope_rotate (when ops.inv_freq) then kv_quantize of each row,
+// in one launch, with the results of those three calls bit for bit; x is not modified (xq may
+// alias it). The K=V rows (norm, RoPE, FP8 into the call's rows and the window ring), the index
+// keys (norm, RoPE, FP4), the compressed entries and index queries (RoPE, FP4): 2-3 launches
+// fewer per layer at decode. Needs dim a multiple of 32 and <= 2048, rows <= INT32_MAX, the
+// rope_rotate / kv_quantize conditions, ring_capacity >= 1 with a ring; the ring slots written
+// must not be read by the same launch's rows (the caller's rule: docs/kernels.md).
+cudaError_t kv_norm_rope_quantize(KvFormat f, const float* x, const KvRowOps& ops, float* xq,
+                                  uint8_t* packed, int64_t rows, int64_t dim, cudaStream_t stream);
+
 // Window + sparse attention core (§2.2 steps 4-6, §2.6) = dsv41::window_sparse_attention
 // (model/attention/window_sparse_attention.hpp), one softmax over window keys, selected
 // compressed entries and the sink, then the inverse RoPE of the output (rope_rotate):
@@ -91,7 +115,8 @@ cudaError_t window_sparse_attention(const float* q, const uint8_t* new_packed, c
 //   the min(k, n) best by (score descending, lower id first on exact ties), -inf picks dropped,
 //   kept ids ascending, then -1. n == 0 gives all -1 (the reference is not called then).
 // Needs T >= 0, 0 <= n <= INT32_MAX, T <= INT32_MAX, k >= 1, out non-null, scores non-null when
-// T·n > 0. Radix select: one block per row, five reads of the row.
+// T·n > 0. Radix select, one block per row: rows of up to 8192 entries in registers, longer
+// ones read five times.
 cudaError_t select_topk(const float* scores, int64_t T, int64_t n, int k, int32_t* out,
                         cudaStream_t stream);
 
