@@ -25,6 +25,11 @@ struct AttendArgs {
   int64_t T, n_entries, pos0;
   int H, D, W, capacity, topk, splits, tiles_per_split, n_tiles;
   float scale;
+  // The split-key kernels apply the inverse RoPE of this table as they write o (rope.cuh
+  // inverse_rope4, position pos0 + t) instead of a rope_rotate launch after them; attend_tc
+  // ignores it (its caller launches rope_rotate).
+  const float* inv_freq = nullptr;
+  int rope_dim = 0;
 };
 
 __device__ __forceinline__ float e4m3_value(uint8_t b) {

@@ -1,9 +1,6 @@
 // RoPE on the trailing rope slice of each head (spec model-architecture.md §2.2), the CPU
-// reference model/attention/rope.cpp op for op: angle = fp32(pos) · f_i (fp32), c and s =
-// fp32(cos / sin of the fp64 angle), then ec - os and es + oc with every product and sum rounded
-// separately (__fmul_rn / __fsub_rn / __fadd_rn: no FMA). One thread per (row, head, pair).
-// cos/sin in fp64 are within an fp64 ulp of glibc's, so c and s round to the same fp32 except
-// within ~2^-29 of an fp32 rounding boundary.
+// reference model/attention/rope.cpp op for op (rope.cuh). One thread per (row, head, pair).
+#include "attention/rope.cuh"
 #include "common/launch.cuh"
 #include "dsv41k/attention.hpp"
 
@@ -22,14 +19,10 @@ __global__ void __launch_bounds__(kThreads)
   const int pair = static_cast<int>(i % half);
   const int64_t th = i / half, t = th / heads;
   float* r = x + th * head_dim + (head_dim - rope_dim) + 2 * pair;
-  const float fpos = static_cast<float>(pos0 + t * pos_step);
-  const double angle = static_cast<double>(__fmul_rn(fpos, inv_freq[pair]));
-  const float c = static_cast<float>(cos(angle));
-  float s = static_cast<float>(sin(angle));
-  if (inverse) s = -s;
-  const float even = r[0], odd = r[1];
-  r[0] = __fsub_rn(__fmul_rn(even, c), __fmul_rn(odd, s));
-  r[1] = __fadd_rn(__fmul_rn(even, s), __fmul_rn(odd, c));
+  float even = r[0], odd = r[1];
+  detail::rope_pair(even, odd, inv_freq[pair], pos0 + t * pos_step, inverse);
+  r[0] = even;
+  r[1] = odd;
 }
 
 }  // namespace

@@ -10,7 +10,8 @@
 //   rescale  m' = max(m, tile max), acc·exp(m - m'), l·exp(m - m') + Σ exp(s - m')
 //   values   thread = (head, 4 channels), acc += Σ_j p_j·k_j
 // With one split the block adds the sink and normalises; else it writes (m, l, acc) and
-// combine_kernel merges the splits with the sink. Then the inverse RoPE (rope_rotate).
+// combine_kernel merges the splits with the sink. Whichever writes o applies the inverse RoPE on
+// the way out (one launch per layer fewer at decode; the prefill kernel uses rope_rotate).
 // Decode of one token at the released dims: 20 tiles × 8 head groups = 160 blocks. Calls of
 // T >= 32 tokens with head_dim 64/128/256/512 go to the tensor-core kernel instead (attend_tc.cu).
 // An out-of-range selection id makes every row of its token NaN (the reference throws).
@@ -19,6 +20,7 @@
 
 #include "attention/attend_common.cuh"
 #include "attention/attend_tc.cuh"
+#include "attention/rope.cuh"
 #include "common/launch.cuh"
 #include "dsv41k/attention.hpp"
 
@@ -168,7 +170,8 @@ __global__ void __launch_bounds__(kThreads) attend_kernel(AttendArgs a) {
       if (h >= heads) continue;
       const float f = alpha[h];
       *reinterpret_cast<float4*>(a.o + (t * a.H + h0 + h) * D + c) =
-          make_float4(acc[k].x * f, acc[k].y * f, acc[k].z * f, acc[k].w * f);
+          detail::inverse_rope4(make_float4(acc[k].x * f, acc[k].y * f, acc[k].z * f, acc[k].w * f),
+                                c, D, a.rope_dim, a.inv_freq, a.pos0 + t);
     }
     return;
   }
@@ -190,11 +193,13 @@ __global__ void __launch_bounds__(kThreads) attend_kernel(AttendArgs a) {
 }
 
 // One block per (token, head): o = Σ_s w_s·acc_s / (exp(sink - m) + Σ_s w_s·l_s), w_s =
-// exp(m_s - m), m = max(sink, m_s); a NaN l_s (bad selection id) makes the row NaN. Warp 0 reads
+// exp(m_s - m), m = max(sink, m_s); a NaN l_s (bad selection id) makes the row NaN; then the
+// inverse RoPE of the token's position pos0 + t. Warp 0 reads
 // the splits' (m, l) in parallel (one thread walking 20 splits of dependent loads took ~23 us
 // per layer under ncu); the denominator's sum is a warp tree, not sequential.
 __global__ void combine_kernel(const float* part, const float* sink, float* o, int H, int D,
-                               int splits) {
+                               int splits, const float* __restrict__ inv_freq, int rope_dim,
+                               int64_t pos0) {
   detail::pdl_begin();
   __shared__ float w[64];
   __shared__ float inv;
@@ -251,7 +256,9 @@ __global__ void combine_kernel(const float* part, const float* sink, float* o, i
       r = make_float4(fmaf(ws, v.x, r.x), fmaf(ws, v.y, r.y), fmaf(ws, v.z, r.z),
                       fmaf(ws, v.w, r.w));
     }
-    reinterpret_cast<float4*>(o + th * D)[c4] = make_float4(r.x * f, r.y * f, r.z * f, r.w * f);
+    reinterpret_cast<float4*>(o + th * D)[c4] =
+        detail::inverse_rope4(make_float4(r.x * f, r.y * f, r.z * f, r.w * f), 4 * c4, D, rope_dim,
+                              inv_freq, pos0 + th / H);
   }
 }
 
@@ -333,7 +340,8 @@ cudaError_t window_sparse_attention(const float* q, const uint8_t* new_packed, c
                D,         window,
                capacity,  topk,
                p.splits,  p.tiles_per_split,
-               p.n_tiles, scale};
+               p.n_tiles, scale,
+               inv_freq,  rope_dim};
   const dim3 grid(static_cast<unsigned>(T * p.splits),
                   static_cast<unsigned>((heads + kHeadsBlk - 1) / kHeadsBlk));
   (void)detail::launch_kernel(attend_kernel, grid, kThreads, smem, stream, a);
@@ -341,11 +349,10 @@ cudaError_t window_sparse_attention(const float* q, const uint8_t* new_packed, c
   if (e != cudaSuccess) return e;
   if (p.splits > 1) {
     (void)detail::launch_kernel(combine_kernel, static_cast<unsigned>(T * heads), 128, 0, stream,
-                                a.part, sink, o, heads, D, p.splits);
+                                a.part, sink, o, heads, D, p.splits, inv_freq, rope_dim, pos0);
     e = cudaGetLastError();
-    if (e != cudaSuccess) return e;
   }
-  return rope_rotate(o, inv_freq, T, heads, D, rope_dim, pos0, 1, true, stream);
+  return e;
 }
 
 }  // namespace dsv41::kernels
