@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "attention/rope.cuh"
 #include "common/launch.cuh"
 #include "dsv41k/attention.hpp"
 
@@ -268,6 +269,33 @@ __device__ __forceinline__ void pack_lane(KvFormat f, float v, int lane, uint8_t
   }
 }
 
+// Element `col` of a row: its fake-quantised value to *xq (when non-null) and its code / the
+// block's scale byte into the packed row(s) out and out2 (either may be null). Every lane of the
+// warp calls it (the groups shuffle); `live` is false for the lanes past the data.
+template <int G>
+__device__ __forceinline__ void quantize_element(KvFormat f, float x, bool live, float* xq,
+                                                 uint8_t* out, uint8_t* out2, int64_t col,
+                                                 int64_t dim) {
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const float v = fake_quant_lane<G>(f, live ? x : 0.0f);
+  if (live && xq != nullptr) *xq = v;
+  if (out == nullptr && out2 == nullptr) return;  // uniform: the same for every thread
+  uint8_t code, scale;
+  pack_lane<G>(f, v, lane, &code, &scale);
+  const uint8_t high = static_cast<uint8_t>(__shfl_down_sync(0xFFFFFFFFu, code, 1));
+  if (!live) return;
+  const bool fp8 = f == KvFormat::kWindowFp8;
+  const int64_t at = fp8 ? col : col / 2, scale_at = (fp8 ? dim : dim / 2) + col / G;
+  const bool writes_code = fp8 || (col & 1) == 0;
+  const uint8_t byte = fp8 ? code : static_cast<uint8_t>(code | (high << 4));
+  const bool writes_scale = (lane & (G - 1)) == 0;
+  for (uint8_t* o : {out, out2}) {
+    if (o == nullptr) continue;
+    if (writes_code) o[at] = byte;
+    if (writes_scale) o[scale_at] = scale;
+  }
+}
+
 template <int G>
 __global__ void __launch_bounds__(kThreads)
     kv_quantize_kernel(KvFormat f, const float* x, float* xq, uint8_t* packed, int64_t n,
@@ -275,24 +303,63 @@ __global__ void __launch_bounds__(kThreads)
   detail::pdl_begin();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (i - (threadIdx.x & 31) >= n) return;  // whole warps only: the groups shuffle
-  const int lane = static_cast<int>(threadIdx.x & 31);
-  const bool live = i < n;  // the rest of a warp past n is whole dead groups
-  const float v = fake_quant_lane<G>(f, live ? x[i] : 0.0f);
-  if (live && xq != nullptr) xq[i] = v;
-  if (packed == nullptr) return;  // uniform: the same for every thread
-  uint8_t code, scale;
-  pack_lane<G>(f, v, lane, &code, &scale);
-  const uint8_t high = static_cast<uint8_t>(__shfl_down_sync(0xFFFFFFFFu, code, 1));
-  if (!live) return;
-  const int64_t row = i / dim, col = i % dim;
-  uint8_t* out = packed + row * row_bytes;
-  const bool fp8 = f == KvFormat::kWindowFp8;
-  if (fp8) {
-    out[col] = code;
-  } else if ((col & 1) == 0) {
-    out[col / 2] = static_cast<uint8_t>(code | (high << 4));
+  const bool live = i < n;                  // the rest of a warp past n is whole dead groups
+  const int64_t row = live ? i / dim : 0, col = live ? i % dim : 0;
+  quantize_element<G>(f, live ? x[i] : 0.0f, live, xq != nullptr ? xq + i : nullptr,
+                      packed != nullptr ? packed + row * row_bytes : nullptr, nullptr, col, dim);
+}
+
+// kv_norm_rope_quantize: one block of kNormThreads per row, the row staged in shared memory.
+constexpr int kNormThreads = 256;  // = rms_norm_kernel's, so the fp64 sum has the same tree
+constexpr int kMaxRowDim = 2048;
+
+template <int G>
+__global__ void __launch_bounds__(kNormThreads)
+    kv_row_kernel(KvFormat f, const float* x, KvRowOps ops, float* xq, uint8_t* packed, int64_t dim,
+                  int64_t row_bytes) {
+  detail::pdl_begin();
+  __shared__ float buf[kMaxRowDim];
+  __shared__ double partial[kNormThreads / 32];
+  const int64_t row = blockIdx.x;
+  const float* xr = x + row * dim;
+  // RMSNorm (norm/rms_norm.cu, the same per-thread stride, shuffle tree and warp order).
+  double ss = 0.0;
+  for (int i = threadIdx.x; i < dim; i += kNormThreads) {
+    const float v = xr[i];
+    buf[i] = v;
+    const double d = v;
+    ss += d * d;
   }
-  if ((lane & (G - 1)) == 0) out[(fp8 ? dim : dim / 2) + col / G] = scale;
+  if (ops.norm_w != nullptr) {
+#pragma unroll
+    for (int m = 16; m >= 1; m >>= 1) ss += __shfl_xor_sync(0xFFFFFFFFu, ss, m);
+    if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = ss;
+    __syncthreads();
+    double total = 0.0;
+#pragma unroll
+    for (int i = 0; i < kNormThreads / 32; ++i) total += partial[i];
+    const float mean = static_cast<float>(total / static_cast<double>(dim));
+    const float inv = 1.0f / sqrtf(mean + ops.eps);
+    for (int i = threadIdx.x; i < dim; i += kNormThreads)
+      buf[i] = __fmul_rn(__fmul_rn(buf[i], inv), ops.norm_w[i]);
+  }
+  // RoPE of the trailing rope_dim channels (rope.cuh), then the quantisation of every element.
+  const int64_t pos = ops.pos0 + (row / ops.rows_per_position) * ops.pos_step;
+  if (ops.inv_freq != nullptr) {
+    __syncthreads();
+    const int64_t r0 = dim - ops.rope_dim;
+    for (int p = threadIdx.x; p < ops.rope_dim / 2; p += kNormThreads)
+      detail::rope_pair(buf[r0 + 2 * p], buf[r0 + 2 * p + 1], ops.inv_freq[p], pos, false);
+  }
+  __syncthreads();
+  uint8_t* out = packed != nullptr ? packed + row * row_bytes : nullptr;
+  uint8_t* out2 = ops.ring != nullptr ? ops.ring + (pos % ops.ring_capacity) * row_bytes : nullptr;
+  for (int base = 0; base < dim; base += kNormThreads) {  // dim % 32 == 0: whole warps
+    const int i = base + static_cast<int>(threadIdx.x);
+    if (i - static_cast<int>(threadIdx.x & 31) >= dim) break;
+    quantize_element<G>(f, buf[i], true, xq != nullptr ? xq + row * dim + i : nullptr, out, out2, i,
+                        dim);
+  }
 }
 
 bool known_format(KvFormat f) {
@@ -326,6 +393,28 @@ cudaError_t kv_quantize(KvFormat f, const float* x, float* xq, uint8_t* packed, 
   } else {
     (void)detail::launch_kernel(kv_quantize_kernel<32>, grid, kThreads, 0, stream, f, x, xq, packed,
                                 n, dim, row_bytes);
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t kv_norm_rope_quantize(KvFormat f, const float* x, const KvRowOps& ops, float* xq,
+                                  uint8_t* packed, int64_t rows, int64_t dim, cudaStream_t stream) {
+  if (!known_format(f) || x == nullptr || rows < 0 || rows > 0x7FFFFFFF || dim % 32 != 0 ||
+      dim > kMaxRowDim || ops.rows_per_position < 1 || ops.pos0 < 0 || ops.pos_step < 0 ||
+      (ops.inv_freq != nullptr &&
+       (ops.rope_dim < 2 || ops.rope_dim % 2 != 0 || ops.rope_dim > dim)) ||
+      (ops.ring != nullptr && ops.ring_capacity < 1))
+    return cudaErrorInvalidValue;
+  const int64_t row_bytes = kv_packed_bytes(f, dim);
+  if (row_bytes < 0) return cudaErrorInvalidValue;
+  if (rows == 0 || (xq == nullptr && packed == nullptr && ops.ring == nullptr)) return cudaSuccess;
+  const unsigned grid = static_cast<unsigned>(rows);
+  if (kv_block_size(f) == 16) {
+    (void)detail::launch_kernel(kv_row_kernel<16>, grid, kNormThreads, 0, stream, f, x, ops, xq,
+                                packed, dim, row_bytes);
+  } else {
+    (void)detail::launch_kernel(kv_row_kernel<32>, grid, kNormThreads, 0, stream, f, x, ops, xq,
+                                packed, dim, row_bytes);
   }
   return cudaGetLastError();
 }

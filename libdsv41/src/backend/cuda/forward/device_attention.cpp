@@ -172,23 +172,28 @@ void DeviceAttention::compress(int64_t T, int64_t pos0, DeviceSource& src, Forwa
     const int64_t K = i_head_dim_;
     float* k = ws.index_k.as<float>();
     i_wk_.gemv(latent, ng, k, s);
-    check_launch(kernels::rms_norm(k, i_k_norm_.as<float>(), k, ng, K, i_eps_, s), l,
-                 "indexer.k_norm");
-    check_launch(kernels::rope_rotate(k, inv_freq_compress_.as<float>(), ng, 1, static_cast<int>(K),
-                                      R, first * r, r, false, s),
-                 l, "indexer key RoPE");
+    kernels::KvRowOps ops;  // k_norm, RoPE at the entries' positions, FP4
+    ops.norm_w = i_k_norm_.as<float>();
+    ops.eps = i_eps_;
+    ops.inv_freq = inv_freq_compress_.as<float>();
+    ops.rope_dim = R;
+    ops.pos0 = first * r;
+    ops.pos_step = r;
     const int64_t kb = kernels::kv_packed_bytes(KvFormat::kIndexFp4, K);
-    check_launch(kernels::kv_quantize(KvFormat::kIndexFp4, k, nullptr,
-                                      src.index_keys.as<uint8_t>() + first * kb, ng, K, s),
-                 l, "index key FP4");
+    check_launch(
+        kernels::kv_norm_rope_quantize(KvFormat::kIndexFp4, k, ops, nullptr,
+                                       src.index_keys.as<uint8_t>() + first * kb, ng, K, s),
+        l, "index keys");
   }
-  check_launch(kernels::rope_rotate(latent, inv_freq_compress_.as<float>(), ng, 1,
-                                    static_cast<int>(D), R, first * r, r, false, s),
-               l, "compressed entry RoPE");
+  kernels::KvRowOps ops;  // RoPE of the (normalised, pre-RoPE) latents, FP4
+  ops.inv_freq = inv_freq_compress_.as<float>();
+  ops.rope_dim = R;
+  ops.pos0 = first * r;
+  ops.pos_step = r;
   const int64_t cb = kernels::kv_packed_bytes(KvFormat::kCompressedFp4, D);
-  check_launch(kernels::kv_quantize(KvFormat::kCompressedFp4, latent, nullptr,
-                                    src.compressed.as<uint8_t>() + first * cb, ng, D, s),
-               l, "compressed entry FP4");
+  check_launch(kernels::kv_norm_rope_quantize(KvFormat::kCompressedFp4, latent, ops, nullptr,
+                                              src.compressed.as<uint8_t>() + first * cb, ng, D, s),
+               l, "compressed entries");
   src.n_entries += ng;
 }
 
@@ -202,12 +207,14 @@ void DeviceAttention::select(int64_t T, int64_t pos0, const DeviceSource& keys,
   float* qi = ws.index_q.as<float>();
   float* w = ws.index_w.as<float>();
   float* scores = ws.scores.as<float>();
-  check_launch(kernels::rope_rotate(qi, inv_freq_compress_.as<float>(), T, i_heads_, i_head_dim_,
-                                    rope_dim_, pos0, 1, false, s),
-               l, "indexer query RoPE");
-  check_launch(
-      kernels::kv_quantize(KvFormat::kIndexFp4, qi, qi, nullptr, T * i_heads_, i_head_dim_, s), l,
-      "indexer query FP4");
+  kernels::KvRowOps ops;  // RoPE per head at the token's position, FP4 values in place
+  ops.inv_freq = inv_freq_compress_.as<float>();
+  ops.rope_dim = rope_dim_;
+  ops.pos0 = pos0;
+  ops.rows_per_position = i_heads_;
+  check_launch(kernels::kv_norm_rope_quantize(KvFormat::kIndexFp4, qi, ops, qi, nullptr,
+                                              T * i_heads_, i_head_dim_, s),
+               l, "indexer query");
   const uint8_t* mask = nullptr;
   if (uses_candidates_) {
     auto it = ws.candidates.find(candidate_layer_);
@@ -277,13 +284,24 @@ void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSe
       kernels::rope_rotate(q, inv_freq_.as<float>(), T, heads_, head_dim_, R, pos0, 1, false, s), l,
       "query RoPE");
   // Step 2: K=V = FP8(RoPE(kv_norm(x·Wkvᵀ))), packed for the ring.
+  // The ring slots are written here too when no row of this call overwrites a position that
+  // another row's window still reads from the ring: row t' replaces position pos0 + t' - cap,
+  // which token t reads iff t' - t >= cap - window + 1 (decode and verify rows: T <= 1 +
+  // max_rollback). Else the ring is written after the attention.
   uint8_t* kv_packed = ws.kv_packed.as<uint8_t>();
-  check_launch(kernels::rms_norm(kv, kv_norm_.as<float>(), kv, T, D, eps_, s), l, "kv_norm");
-  check_launch(
-      kernels::rope_rotate(kv, inv_freq_.as<float>(), T, 1, head_dim_, R, pos0, 1, false, s), l,
-      "kv RoPE");
-  check_launch(kernels::kv_quantize(KvFormat::kWindowFp8, kv, nullptr, kv_packed, T, D, s), l,
-               "window FP8");
+  const bool ring_now = T <= ring.capacity - window_ + 1;
+  {
+    kernels::KvRowOps ops;
+    ops.norm_w = kv_norm_.as<float>();
+    ops.eps = eps_;
+    ops.inv_freq = inv_freq_.as<float>();
+    ops.rope_dim = R;
+    ops.pos0 = pos0;
+    if (ring_now) ops.ring = ring.ring.as<uint8_t>(), ops.ring_capacity = ring.capacity;
+    check_launch(
+        kernels::kv_norm_rope_quantize(KvFormat::kWindowFp8, kv, ops, nullptr, kv_packed, T, D, s),
+        l, "window K=V rows");
+  }
   profile_mark(prof, "attn q/kv", s);
   // Step 3: compressed entries and the selection.
   const uint8_t* compressed = nullptr;
@@ -338,7 +356,7 @@ void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSe
   // The ring keeps the newest `capacity` rows: slot of position p = p % capacity, copied in at
   // most two contiguous runs.
   const int64_t cap = ring.capacity, eb = ring.entry_bytes;
-  for (int64_t t = std::max<int64_t>(0, T - cap); t < T;) {
+  for (int64_t t = ring_now ? T : std::max<int64_t>(0, T - cap); t < T;) {
     const int64_t slot = (pos0 + t) % cap, run = std::min(T - t, cap - slot);
     check_launch(cudaMemcpyAsync(ring.ring.as<uint8_t>() + slot * eb, kv_packed + t * eb, run * eb,
                                  cudaMemcpyDeviceToDevice, s),
