@@ -20,14 +20,15 @@ __device__ __forceinline__ float* mix_slot(float* pre, float* post, float* comb,
   return comb + t * hc * hc + (r - 2 * hc);
 }
 
-// Σ f[i]·v[i] and Σ v[i]² over i in [begin, end) with stride `threads` from begin + tid, in fp64
+// Σ f[i]·v(i) and Σ v(i)² over i in [begin, end) with stride `threads` from begin + tid, in fp64
 // (each product of two fp32 values is exact in fp64, as the reference). 8 strided elements' loads
 // in flight, then added in the same i order as one at a time (the plain loop waited on each load:
-// ~10 us per site at hc 4, D 5120 under ncu).
-template <int kThreads>
-__device__ __forceinline__ void dot_and_squares(const float* __restrict__ v,
-                                                const float* __restrict__ f, int64_t begin,
-                                                int64_t end, double& dot, double& ss) {
+// ~10 us per site at hc 4, D 5120 under ncu). v(i) is a value loader (hc_site's folded expand
+// computes the streams where it reads them).
+template <int kThreads, class Value>
+__device__ __forceinline__ void dot_and_squares_of(Value v, const float* __restrict__ f,
+                                                   int64_t begin, int64_t end, double& dot,
+                                                   double& ss) {
   constexpr int kBatch = 8;
   int64_t i = begin + threadIdx.x;
   for (; i + (kBatch - 1) * kThreads < end; i += kBatch * kThreads) {
@@ -35,7 +36,7 @@ __device__ __forceinline__ void dot_and_squares(const float* __restrict__ v,
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
       fv[b] = f[i + b * kThreads];
-      xv[b] = v[i + b * kThreads];
+      xv[b] = v(i + b * kThreads);
     }
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
@@ -45,10 +46,17 @@ __device__ __forceinline__ void dot_and_squares(const float* __restrict__ v,
     }
   }
   for (; i < end; i += kThreads) {
-    const double x = v[i];
+    const double x = v(i);
     dot += static_cast<double>(f[i]) * x;
     ss += x * x;
   }
+}
+
+template <int kThreads>
+__device__ __forceinline__ void dot_and_squares(const float* __restrict__ v,
+                                                const float* __restrict__ f, int64_t begin,
+                                                int64_t end, double& dot, double& ss) {
+  dot_and_squares_of<kThreads>([v](int64_t i) { return v[i]; }, f, begin, end, dot, ss);
 }
 
 // Block sums of (dot, ss) in a fixed order (warp shuffle tree, then warps ascending); the result

@@ -65,11 +65,56 @@ struct Args {
   int64_t T, D, flat, S, chunk;
   int hc, mix, iters;
   float hc_eps, norm_eps;
+  // hc_expand_site: H is H_new = hc_expand(y, H_old, post_prev, comb_prev), computed wherever it
+  // is read and written by the collapse blocks (null y: H is an input).
+  const float* y;
+  const float* H_old;
+  const float* post_prev;
+  const float* comb_prev;
+  float* H_new;
 };
+
+// The hc values H_new[t, 0..hc, d] of hc_expand (hc_expand.cu's op sequence: acc = post·y, then
+// j ascending, unfused), so the folded site sees the bytes the separate launch would write.
+__device__ __forceinline__ void expand_at(const Args& a, int64_t t, int64_t d,
+                                          float (&out)[kHcMaxStreams]) {
+  const float* h = a.H_old + t * a.flat + d;
+  const float* c = a.comb_prev + t * a.hc * a.hc;
+  const float* p = a.post_prev + t * a.hc;
+  const float yv = a.y[t * a.D + d];
+  float hv[kHcMaxStreams];
+#pragma unroll
+  for (int j = 0; j < kHcMaxStreams; ++j) hv[j] = j < a.hc ? h[j * a.D] : 0.0f;
+#pragma unroll
+  for (int k = 0; k < kHcMaxStreams; ++k) {
+    float acc = 0.0f;
+    if (k < a.hc) {
+      acc = __fmul_rn(p[k], yv);
+#pragma unroll
+      for (int j = 0; j < kHcMaxStreams; ++j)
+        if (j < a.hc) acc = __fadd_rn(acc, __fmul_rn(c[j * a.hc + k], hv[j]));
+    }
+    out[k] = acc;
+  }
+}
+
+// One value H_new[t, k, d] (flat index i = k·D + d) of the folded expand.
+__device__ __forceinline__ float expand_one(const Args& a, int64_t t, int64_t i) {
+  const int k = static_cast<int>(i / a.D);
+  const int64_t d = i - k * a.D;
+  const float* h = a.H_old + t * a.flat + d;
+  const float* c = a.comb_prev + t * a.hc * a.hc;
+  float acc = __fmul_rn(a.post_prev[t * a.hc + k], a.y[t * a.D + d]);
+#pragma unroll
+  for (int j = 0; j < kHcMaxStreams; ++j)
+    if (j < a.hc) acc = __fadd_rn(acc, __fmul_rn(c[j * a.hc + k], h[j * a.D]));
+  return acc;
+}
 
 // x = Σ_j pre_prev[t, j] · H[t, j, :] (acc from 0, j ascending, unfused: hc_collapse), then
 // xn = (x · inv) · w with inv = 1 / sqrt(fp32(Σx² / D) + eps), Σ in fp64 (rms_norm). x is kept in
-// xn between the two passes; each thread re-reads only its own elements.
+// xn between the two passes; each thread re-reads only its own elements. With the folded expand
+// the block also writes the token's H_new.
 __device__ void collapse_norm(const Args& a, int64_t t, double* part) {
   __shared__ float inv_s;
   float p[kHcMaxStreams];
@@ -79,10 +124,20 @@ __device__ void collapse_norm(const Args& a, int64_t t, double* part) {
   float* xr = a.xn + t * a.D;
   double ss = 0.0, unused = 0.0;
   for (int64_t d = threadIdx.x; d < a.D; d += kThreads) {
+    float hv[kHcMaxStreams];
+    if (a.y != nullptr) {
+      expand_at(a, t, d, hv);
+#pragma unroll
+      for (int j = 0; j < kHcMaxStreams; ++j)
+        if (j < a.hc) a.H_new[t * a.flat + j * a.D + d] = hv[j];
+    } else {
+#pragma unroll
+      for (int j = 0; j < kHcMaxStreams; ++j) hv[j] = j < a.hc ? h[j * a.D + d] : 0.0f;
+    }
     float acc = 0.0f;
 #pragma unroll
     for (int j = 0; j < kHcMaxStreams; ++j)  // unrolled: p stays in registers
-      if (j < a.hc) acc = __fadd_rn(acc, __fmul_rn(p[j], h[j * a.D + d]));
+      if (j < a.hc) acc = __fadd_rn(acc, __fmul_rn(p[j], hv[j]));
     xr[d] = acc;
     const double v = acc;
     ss += v * v;
@@ -116,8 +171,13 @@ __global__ void __launch_bounds__(kThreads) hc_site_kernel(const __grid_constant
   const int64_t s = rem % a.S;
   const int64_t begin = s * a.chunk, end = min(a.flat, begin + a.chunk);
   double dot = 0.0, ss = 0.0;
-  hcm::dot_and_squares<kThreads>(a.H + t * a.flat, a.fn + static_cast<int64_t>(r) * a.flat, begin,
-                                 end, dot, ss);
+  const float* fr = a.fn + static_cast<int64_t>(r) * a.flat;
+  if (a.y != nullptr) {
+    hcm::dot_and_squares_of<kThreads>([&a, t](int64_t i) { return expand_one(a, t, i); }, fr, begin,
+                                      end, dot, ss);
+  } else {
+    hcm::dot_and_squares<kThreads>(a.H + t * a.flat, fr, begin, end, dot, ss);
+  }
   hcm::block_sum2<kThreads>(dot, ss, part);
   if (threadIdx.x == 0) {
     __stcg(a.dot_part + (t * a.mix + r) * a.S + s, dot);
@@ -231,26 +291,32 @@ size_t hc_site_workspace_bytes(int64_t max_T, int hc, int64_t D) {
   return most;
 }
 
-cudaError_t hc_site(const float* H, const float* fn, const float* base, const float* scale,
-                    const float* pre_prev, const float* norm_w, float* pre, float* post,
-                    float* comb, float* xn, int64_t T, int hc, int64_t D, int sinkhorn_iters,
-                    float hc_eps, float norm_eps, void* workspace, size_t workspace_bytes,
-                    cudaStream_t stream) {
-  if (H == nullptr || fn == nullptr || base == nullptr || scale == nullptr || pre_prev == nullptr ||
-      pre == nullptr || post == nullptr || comb == nullptr || xn == nullptr ||
-      workspace == nullptr || T < 0 || hc < 1 || hc > kHcMaxStreams || D < 1 ||
-      sinkhorn_iters < 1 || pre_prev == pre || (reinterpret_cast<uintptr_t>(workspace) & 15) != 0)
-    return cudaErrorInvalidValue;
-  if (T == 0) return cudaSuccess;
-  const int mix = (2 + hc) * hc;
-  const int64_t flat = hc * D, S = splits_for(T, mix, flat);
+namespace {
+
+bool site_args_ok(const float* fn, const float* base, const float* scale, const float* pre_prev,
+                  float* pre, float* post, float* comb, float* xn, int64_t T, int hc, int64_t D,
+                  int sinkhorn_iters, void* workspace) {
+  return fn != nullptr && base != nullptr && scale != nullptr && pre_prev != nullptr &&
+         pre != nullptr && post != nullptr && comb != nullptr && xn != nullptr &&
+         workspace != nullptr && T >= 0 && hc >= 1 && hc <= kHcMaxStreams && D >= 1 &&
+         sinkhorn_iters >= 1 && pre_prev != pre &&
+         (reinterpret_cast<uintptr_t>(workspace) & 15) == 0;
+}
+
+// a: inputs, outputs and sizes set (y null unless the expand is folded in).
+cudaError_t launch_site(Args a, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  const int64_t T = a.T;
+  const int mix = (2 + a.hc) * a.hc;
+  const int64_t flat = a.hc * a.D, S = splits_for(T, mix, flat);
+  a.flat = flat, a.mix = mix;
   if (T >= kTileMinTokens && mix <= kTileRows) {
-    Args a{};
-    a.H = H, a.fn = fn, a.base = base, a.scale = scale, a.pre_prev = pre_prev, a.norm_w = norm_w;
-    a.pre = pre, a.post = post, a.comb = comb, a.xn = xn;
-    a.T = T, a.D = D, a.flat = flat, a.S = 1, a.chunk = flat;
-    a.hc = hc, a.mix = mix, a.iters = sinkhorn_iters;
-    a.hc_eps = hc_eps, a.norm_eps = norm_eps;
+    if (a.y != nullptr) {  // prefill: the expand as its own launch, then the tiled site on H_new
+      const cudaError_t e =
+          hc_expand(a.y, a.H_old, a.post_prev, a.comb_prev, a.H_new, T, a.hc, a.D, stream);
+      if (e != cudaSuccess) return e;
+      a.y = nullptr;
+    }
+    a.S = 1, a.chunk = flat;
     const int64_t tiles = (T + kTileTokens - 1) / kTileTokens;
     if (T + tiles > int64_t{0x7FFFFFFF}) return cudaErrorInvalidValue;
     return detail::launch_kernel(hc_site_tiled_kernel, static_cast<unsigned>(T + tiles), kThreads,
@@ -259,17 +325,58 @@ cudaError_t hc_site(const float* H, const float* fn, const float* base, const fl
   if (T > (int64_t{0x7FFFFFFF} - T) / (mix * S) || workspace_bytes < bytes_for(T, mix, S))
     return cudaErrorInvalidValue;
   auto* ws = static_cast<uint8_t*>(workspace);
-  Args a{};
-  a.H = H, a.fn = fn, a.base = base, a.scale = scale, a.pre_prev = pre_prev, a.norm_w = norm_w;
-  a.pre = pre, a.post = post, a.comb = comb, a.xn = xn;
   a.counters = reinterpret_cast<uint32_t*>(ws);
   a.dot_part = reinterpret_cast<double*>(ws + align256(static_cast<size_t>(T) * 4));
   a.ss_part = a.dot_part + T * mix * S;
-  a.T = T, a.D = D, a.flat = flat, a.S = S, a.chunk = (flat + S - 1) / S;
-  a.hc = hc, a.mix = mix, a.iters = sinkhorn_iters;
-  a.hc_eps = hc_eps, a.norm_eps = norm_eps;
+  a.S = S, a.chunk = (flat + S - 1) / S;
   return detail::launch_kernel(hc_site_kernel, static_cast<unsigned>(T + T * mix * S), kThreads, 0,
                                stream, a);
+}
+
+Args site_args(const float* H, const float* fn, const float* base, const float* scale,
+               const float* pre_prev, const float* norm_w, float* pre, float* post, float* comb,
+               float* xn, int64_t T, int hc, int64_t D, int sinkhorn_iters, float hc_eps,
+               float norm_eps) {
+  Args a{};
+  a.H = H, a.fn = fn, a.base = base, a.scale = scale, a.pre_prev = pre_prev, a.norm_w = norm_w;
+  a.pre = pre, a.post = post, a.comb = comb, a.xn = xn;
+  a.T = T, a.D = D, a.hc = hc, a.iters = sinkhorn_iters;
+  a.hc_eps = hc_eps, a.norm_eps = norm_eps;
+  return a;
+}
+
+}  // namespace
+
+cudaError_t hc_site(const float* H, const float* fn, const float* base, const float* scale,
+                    const float* pre_prev, const float* norm_w, float* pre, float* post,
+                    float* comb, float* xn, int64_t T, int hc, int64_t D, int sinkhorn_iters,
+                    float hc_eps, float norm_eps, void* workspace, size_t workspace_bytes,
+                    cudaStream_t stream) {
+  if (H == nullptr || !site_args_ok(fn, base, scale, pre_prev, pre, post, comb, xn, T, hc, D,
+                                    sinkhorn_iters, workspace))
+    return cudaErrorInvalidValue;
+  if (T == 0) return cudaSuccess;
+  return launch_site(site_args(H, fn, base, scale, pre_prev, norm_w, pre, post, comb, xn, T, hc, D,
+                               sinkhorn_iters, hc_eps, norm_eps),
+                     workspace, workspace_bytes, stream);
+}
+
+cudaError_t hc_expand_site(const HcExpandIn& e, float* H_new, const float* fn, const float* base,
+                           const float* scale, const float* pre_prev, const float* norm_w,
+                           float* pre, float* post, float* comb, float* xn, int64_t T, int hc,
+                           int64_t D, int sinkhorn_iters, float hc_eps, float norm_eps,
+                           void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  if (e.y == nullptr || e.H_old == nullptr || e.post == nullptr || e.comb == nullptr ||
+      H_new == nullptr || H_new == e.H_old ||
+      !site_args_ok(fn, base, scale, pre_prev, pre, post, comb, xn, T, hc, D, sinkhorn_iters,
+                    workspace))
+    return cudaErrorInvalidValue;
+  if (T > (int64_t{0x7FFFFFFF} * 256) / D) return cudaErrorInvalidValue;  // hc_expand's grid
+  if (T == 0) return cudaSuccess;
+  Args a = site_args(H_new, fn, base, scale, pre_prev, norm_w, pre, post, comb, xn, T, hc, D,
+                     sinkhorn_iters, hc_eps, norm_eps);
+  a.y = e.y, a.H_old = e.H_old, a.post_prev = e.post, a.comb_prev = e.comb, a.H_new = H_new;
+  return launch_site(a, workspace, workspace_bytes, stream);
 }
 
 }  // namespace dsv41::kernels

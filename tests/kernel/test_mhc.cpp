@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -192,6 +193,114 @@ void run_site(int64_t T, int hc, int64_t D, int iters, bool with_norm_w, int cal
     for (size_t i = 0; i < tol.size(); ++i) tol[i] = 5e-7 * std::fabs(want_xn[i]) + 1e-38;
     require_match("hc_site xn " + c, download(dxn, T * D), want_xn, tol, 1e-12);
   }
+}
+
+// hc_expand_site = hc_expand then hc_site: every output (H_new, pre, post, comb, xn) must equal
+// the two separate launches bit for bit (each validated against the CPU above: the folded site
+// computes the same values with the same op sequences), and H_new the CPU hc_expand within
+// kStreamRelTol. Called twice on one workspace (counters reset).
+void run_expand_site(int64_t T, int hc, int64_t D, int iters) {
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 rng(seed);
+  auto [s, H_old, w] = random_site(T, hc, D, iters, rng);
+  const std::vector<float> y = random_normal(static_cast<size_t>(T * D), rng);
+  HcMixes m;  // the previous site's mixes
+  m.post = random_normal(static_cast<size_t>(T * hc), rng);
+  m.comb = random_normal(static_cast<size_t>(T * hc * hc), rng);
+  const std::vector<float> pre_prev = random_normal(static_cast<size_t>(T * hc), rng);
+  const std::vector<float> norm_w = random_normal(static_cast<size_t>(D), rng);
+  std::vector<float> want_h(static_cast<size_t>(T * hc * D));
+  hc_expand(y.data(), H_old.data(), m, s, T, want_h.data());
+
+  cuda::CudaStream stream;
+  cuda::DeviceBuffer dH = upload(H_old), dy = upload(y), dpost = upload(m.post),
+                     dcomb = upload(m.comb), dfn = upload(w.fn), dbase = upload(w.base),
+                     dscale = upload(w.scale), dprev = upload(pre_prev), dw = upload(norm_w);
+  const size_t wsb = kernels::hc_site_workspace_bytes(T, hc, D);
+  REQUIRE(wsb > 0);
+  cuda::DeviceBuffer dws(wsb);
+  dws.fill_bytes(0);
+  struct Out {
+    cuda::DeviceBuffer H, pre, post, comb, xn;
+  };
+  auto outs = [&] {
+    return Out{poisoned(T * hc * D), poisoned(T * hc), poisoned(T * hc), poisoned(T * hc * hc),
+               poisoned(T * D)};
+  };
+  Out sep = outs();
+  DSV41_CUDA_CHECK(kernels::hc_expand(dy.as<float>(), dH.as<float>(), dpost.as<float>(),
+                                      dcomb.as<float>(), sep.H.as<float>(), T, hc, D,
+                                      stream.get()));
+  DSV41_CUDA_CHECK(kernels::hc_site(
+      sep.H.as<float>(), dfn.as<float>(), dbase.as<float>(), dscale.as<float>(), dprev.as<float>(),
+      dw.as<float>(), sep.pre.as<float>(), sep.post.as<float>(), sep.comb.as<float>(),
+      sep.xn.as<float>(), T, hc, D, iters, s.hc_eps, s.norm_eps, dws.data(), wsb, stream.get()));
+  const kernels::HcExpandIn e{dy.as<float>(), dH.as<float>(), dpost.as<float>(), dcomb.as<float>()};
+  for (int call = 0; call < 2; ++call) {
+    Out got = outs();
+    DSV41_CUDA_CHECK(kernels::hc_expand_site(
+        e, got.H.as<float>(), dfn.as<float>(), dbase.as<float>(), dscale.as<float>(),
+        dprev.as<float>(), dw.as<float>(), got.pre.as<float>(), got.post.as<float>(),
+        got.comb.as<float>(), got.xn.as<float>(), T, hc, D, iters, s.hc_eps, s.norm_eps, dws.data(),
+        wsb, stream.get()));
+    stream.synchronize();
+    const std::string ctx =
+        fmt::format("hc_expand_site T {} hc {} D {} seed {:#x} call {}", T, hc, D, seed, call);
+    auto same = [&](const char* what, const cuda::DeviceBuffer& a, const cuda::DeviceBuffer& b,
+                    size_t n) {
+      const std::vector<float> ga = download(a, n), gb = download(b, n);
+      size_t bad = 0, first = 0;
+      for (size_t i = 0; i < n; ++i)
+        if (std::memcmp(&ga[i], &gb[i], 4) != 0 && bad++ == 0) first = i;
+      INFO(fmt::format("{} {}: {} of {} differ from hc_expand + hc_site; first at {}: {} vs {}",
+                       ctx, what, bad, n, first, bad ? ga[first] : 0.f, bad ? gb[first] : 0.f));
+      CHECK(bad == 0);
+    };
+    same("H_new", got.H, sep.H, static_cast<size_t>(T * hc * D));
+    same("pre", got.pre, sep.pre, static_cast<size_t>(T * hc));
+    same("post", got.post, sep.post, static_cast<size_t>(T * hc));
+    same("comb", got.comb, sep.comb, static_cast<size_t>(T * hc * hc));
+    same("xn", got.xn, sep.xn, static_cast<size_t>(T * D));
+    std::vector<double> tol(want_h.size());
+    for (int64_t t = 0; t < T; ++t)
+      for (int k = 0; k < hc; ++k)
+        for (int64_t d = 0; d < D; ++d) {
+          double sh = std::fabs(m.post[t * hc + k] * y[t * D + d]);
+          for (int j = 0; j < hc; ++j)
+            sh += std::fabs(m.comb[(t * hc + j) * hc + k] * H_old[(t * hc + j) * D + d]);
+          tol[(t * hc + k) * D + d] = kStreamRelTol * sh + 1e-38;
+        }
+    require_match(ctx + " H_new vs the CPU", download(got.H, want_h.size()), want_h, tol, 1e-12);
+  }
+}
+
+TEST_CASE("hc_expand_site equals hc_expand then hc_site", "[kernel][mhc]") {
+  if (skip_without_gpu()) return;
+  run_expand_site(1, 1, 1, 1);   // degenerate
+  run_expand_site(3, 2, 37, 5);  // odd sizes
+  run_expand_site(2, 8, 1000, 20);
+  for (int64_t T : {1, 2, 7, 16, 64, 300}) run_expand_site(T, 4, 5120, 20);  // decode, prefill
+}
+
+TEST_CASE("hc_expand_site rejects unsupported arguments", "[kernel][mhc]") {
+  float* p = reinterpret_cast<float*>(uintptr_t{256});
+  float* q = reinterpret_cast<float*>(uintptr_t{512});
+  float* h = reinterpret_cast<float*>(uintptr_t{768});
+  void* ws = reinterpret_cast<void*>(uintptr_t{1024});
+  const size_t wsb = kernels::hc_site_workspace_bytes(4, 4, 64);
+  const auto call = [&](const kernels::HcExpandIn& e, float* H_new, int64_t T) {
+    return kernels::hc_expand_site(e, H_new, p, p, p, p, nullptr, q, q, q, q, T, 4, 64, 20, 1e-6f,
+                                   1e-20f, ws, wsb, nullptr);
+  };
+  const kernels::HcExpandIn ok{p, p, p, p};
+  CHECK(call(ok, h, 0) == cudaSuccess);  // T = 0: nothing to do
+  CHECK(call(ok, nullptr, 1) == cudaErrorInvalidValue);
+  CHECK(call(ok, p, 1) == cudaErrorInvalidValue);  // H_new aliases H_old
+  CHECK(call(kernels::HcExpandIn{nullptr, p, p, p}, h, 1) == cudaErrorInvalidValue);
+  CHECK(call(kernels::HcExpandIn{p, nullptr, p, p}, h, 1) == cudaErrorInvalidValue);
+  CHECK(call(kernels::HcExpandIn{p, p, nullptr, p}, h, 1) == cudaErrorInvalidValue);
+  CHECK(call(kernels::HcExpandIn{p, p, p, nullptr}, h, 1) == cudaErrorInvalidValue);
+  CHECK(call(ok, h, -1) == cudaErrorInvalidValue);
 }
 
 TEST_CASE("hc_site matches hc_mixes + hc_collapse + rms_norm of the CPU", "[kernel][mhc]") {

@@ -46,6 +46,24 @@ cudaError_t hc_site(const float* H, const float* fn, const float* base, const fl
                     float hc_eps, float norm_eps, void* workspace, size_t workspace_bytes,
                     cudaStream_t stream);
 
+// hc_expand(e.y, e.H_old, e.post, e.comb) into H_new, then hc_site on H_new, with the results of
+// those two calls bit for bit. Decode (T < 64): one launch, the site's blocks compute the
+// expanded values where they read them (the same op sequence) and its collapse blocks write
+// H_new, saving hc_expand's launch per site; prefill: the two launches. H_new must not alias
+// e.H_old; otherwise hc_site's conditions. Used for every site that follows an expand with
+// nothing in between (all but those after an Engram block).
+struct HcExpandIn {
+  const float* y = nullptr;      // [T, D] sublayer output
+  const float* H_old = nullptr;  // [T, hc, D]
+  const float* post = nullptr;   // [T, hc] of the previous site
+  const float* comb = nullptr;   // [T, hc, hc] of the previous site
+};
+cudaError_t hc_expand_site(const HcExpandIn& e, float* H_new, const float* fn, const float* base,
+                           const float* scale, const float* pre_prev, const float* norm_w,
+                           float* pre, float* post, float* comb, float* xn, int64_t T, int hc,
+                           int64_t D, int sinkhorn_iters, float hc_eps, float norm_eps,
+                           void* workspace, size_t workspace_bytes, cudaStream_t stream);
+
 // x[t, d] = Σ_j pre[t, j] · H[t, j, d] (= dsv41::hc_collapse), j ascending, fp32 unfused.
 //   H [T, hc, D], pre [T, hc], x [T, D] (x must not alias H).
 // Needs T >= 0, 1 <= hc <= kHcMaxStreams, D >= 1, non-null pointers.

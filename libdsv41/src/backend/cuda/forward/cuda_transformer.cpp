@@ -396,12 +396,21 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
   float* pre_f = ws.pre_f.as<float>();
   float* post_f = ws.post_f.as<float>();
   float* comb_f = ws.comb_f.as<float>();
-  // Each site's mixes, collapse (with the previous site's pre) and norm: one hc_site launch.
+  // Each site's mixes, collapse (with the previous site's pre) and norm: one hc_site launch. The
+  // expand before a site is folded into it (hc_expand_site) unless an Engram block sits between
+  // them; `pending` is the FFN expand of the previous layer until it has run.
   void* site_ws = ws.hc_site_ws.data();
   const size_t site_ws_bytes = ws.hc_site_ws.bytes();
+  bool pending = false;
+  const kernels::HcExpandIn ffn_out{y, Hmid, post_f, comb_f};
   for (size_t li = 0; li < layers_.size(); ++li) {
     const int l = static_cast<int>(li);
     const Layer& L = *layers_[li];
+    if (pending && L.engram) {
+      check_launch(kernels::hc_expand(y, Hmid, post_f, comb_f, H, T, hc, D, s), l,
+                   "hc_expand ffn (before Engram)");
+      pending = false;
+    }
     if (L.engram) {  // §3: before the attention site, on all hc streams
       const int slot = engram_slot_[l];
       for (int64_t i = slot * T * cols; i < (slot + 1) * T * cols; ++i)
@@ -412,30 +421,42 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
       profile_mark(profile_, "engram", s);
     }
     // Attention site: mixes of the entering H; collapse with the previous site's pre.
-    check_launch(kernels::hc_site(H, L.hc_attn_fn.as<float>(), L.hc_attn_base.as<float>(),
+    if (pending) {
+      check_launch(
+          kernels::hc_expand_site(ffn_out, H, L.hc_attn_fn.as<float>(), L.hc_attn_base.as<float>(),
                                   L.hc_attn_scale.as<float>(), pre, L.attn_norm.as<float>(), pre_a,
                                   post_a, comb_a, xn, T, hc, D, t.hc_sinkhorn_iters, hc_eps, eps,
                                   site_ws, site_ws_bytes, s),
-                 l, "hc_site attn (mixes, collapse, attn_norm)");
+          l, "hc_expand_site attn (ffn expand, mixes, collapse, attn_norm)");
+    } else {
+      check_launch(kernels::hc_site(H, L.hc_attn_fn.as<float>(), L.hc_attn_base.as<float>(),
+                                    L.hc_attn_scale.as<float>(), pre, L.attn_norm.as<float>(),
+                                    pre_a, post_a, comb_a, xn, T, hc, D, t.hc_sinkhorn_iters,
+                                    hc_eps, eps, site_ws, site_ws_bytes, s),
+                   l, "hc_site attn (mixes, collapse, attn_norm)");
+    }
     profile_mark(profile_, "mhc+norm", s);
     L.attn.forward(xn, T, pos0, seq, ws, y, s, profile_);
     if (tp_) tp_->all_reduce_sum(y, T * D, s, reduce_site(l, "attention").c_str());
     profile_mark(profile_, "attn out proj", s);
-    check_launch(kernels::hc_expand(y, H, post_a, comb_a, Hmid, T, hc, D, s), l, "hc_expand attn");
-    // FFN site: collapse with the attention site's pre.
-    check_launch(kernels::hc_site(Hmid, L.hc_ffn_fn.as<float>(), L.hc_ffn_base.as<float>(),
-                                  L.hc_ffn_scale.as<float>(), pre_a, L.ffn_norm.as<float>(), pre_f,
-                                  post_f, comb_f, xn, T, hc, D, t.hc_sinkhorn_iters, hc_eps, eps,
-                                  site_ws, site_ws_bytes, s),
-                 l, "hc_site ffn (mixes, collapse, ffn_norm)");
+    // FFN site: the attention expand folded in; collapse with the attention site's pre.
+    check_launch(kernels::hc_expand_site(kernels::HcExpandIn{y, H, post_a, comb_a}, Hmid,
+                                         L.hc_ffn_fn.as<float>(), L.hc_ffn_base.as<float>(),
+                                         L.hc_ffn_scale.as<float>(), pre_a, L.ffn_norm.as<float>(),
+                                         pre_f, post_f, comb_f, xn, T, hc, D, t.hc_sinkhorn_iters,
+                                         hc_eps, eps, site_ws, site_ws_bytes, s),
+                 l, "hc_expand_site ffn (attn expand, mixes, collapse, ffn_norm)");
     profile_mark(profile_, "mhc+norm", s);
     L.ffn.forward(xn, T, dflags, ws, y, s, profile_);
     if (tp_) tp_->all_reduce_sum(y, T * D, s, reduce_site(l, "ffn").c_str());
     profile_mark(profile_, "moe combine", s);
-    check_launch(kernels::hc_expand(y, Hmid, post_f, comb_f, H, T, hc, D, s), l, "hc_expand ffn");
+    pending = true;
     pre = pre_f;
-    profile_mark(profile_, "mhc+norm", s);
   }
+  if (pending)
+    check_launch(kernels::hc_expand(y, Hmid, post_f, comb_f, H, T, hc, D, s), -1,
+                 "hc_expand ffn (last layer)");
+  profile_mark(profile_, "mhc+norm", s);
   // Head: logits = head(norm(collapse(H, pre))) of the last head_rows rows.
   if (head_rows > 0) {
     const int64_t r0 = T - head_rows;
