@@ -11,6 +11,7 @@
 #include "attention/rope.cuh"
 #include "common/launch.cuh"
 #include "dsv41k/attention.hpp"
+#include "norm/rms_norm.cuh"
 
 namespace dsv41::kernels {
 namespace {
@@ -310,7 +311,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // kv_norm_rope_quantize: one block of kNormThreads per row, the row staged in shared memory.
-constexpr int kNormThreads = 256;  // = rms_norm_kernel's, so the fp64 sum has the same tree
+constexpr int kNormThreads = detail::kRmsNormThreads;  // rms_norm_kernel's fp64 sum tree
 constexpr int kMaxRowDim = 2048;
 
 template <int G>
@@ -322,7 +323,7 @@ __global__ void __launch_bounds__(kNormThreads)
   __shared__ double partial[kNormThreads / 32];
   const int64_t row = blockIdx.x;
   const float* xr = x + row * dim;
-  // RMSNorm (norm/rms_norm.cu, the same per-thread stride, shuffle tree and warp order).
+  // RMSNorm (norm/rms_norm.cuh: the same per-thread stride and reduction as rms_norm_kernel).
   double ss = 0.0;
   for (int i = threadIdx.x; i < dim; i += kNormThreads) {
     const float v = xr[i];
@@ -331,15 +332,7 @@ __global__ void __launch_bounds__(kNormThreads)
     ss += d * d;
   }
   if (ops.norm_w != nullptr) {
-#pragma unroll
-    for (int m = 16; m >= 1; m >>= 1) ss += __shfl_xor_sync(0xFFFFFFFFu, ss, m);
-    if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = ss;
-    __syncthreads();
-    double total = 0.0;
-#pragma unroll
-    for (int i = 0; i < kNormThreads / 32; ++i) total += partial[i];
-    const float mean = static_cast<float>(total / static_cast<double>(dim));
-    const float inv = 1.0f / sqrtf(mean + ops.eps);
+    const float inv = detail::rms_inverse_block<kNormThreads>(ss, dim, ops.eps, partial);
     for (int i = threadIdx.x; i < dim; i += kNormThreads)
       buf[i] = __fmul_rn(__fmul_rn(buf[i], inv), ops.norm_w[i]);
   }

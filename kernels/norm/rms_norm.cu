@@ -4,11 +4,12 @@
 // and -prec-sqrt), then (x · inv) · w. eps is rms_norm_eps (1e-20 released): a zero row stays 0.
 #include "common/launch.cuh"
 #include "dsv41k/launchers.hpp"
+#include "norm/rms_norm.cuh"
 
 namespace dsv41::kernels {
 namespace {
 
-constexpr int kNormThreads = 256;
+constexpr int kNormThreads = detail::kRmsNormThreads;
 
 __global__ void __launch_bounds__(kNormThreads)
     rms_norm_kernel(const float* x, const float* __restrict__ w, float* y, int64_t n, float eps) {
@@ -21,15 +22,7 @@ __global__ void __launch_bounds__(kNormThreads)
     const double v = xr[i];
     ss += v * v;
   }
-#pragma unroll
-  for (int m = 16; m >= 1; m >>= 1) ss += __shfl_xor_sync(0xFFFFFFFFu, ss, m);
-  if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = ss;
-  __syncthreads();
-  double total = 0.0;
-#pragma unroll
-  for (int i = 0; i < kNormThreads / 32; ++i) total += partial[i];
-  const float mean = static_cast<float>(total / static_cast<double>(n));
-  const float inv = 1.0f / sqrtf(mean + eps);
+  const float inv = detail::rms_inverse_block<kNormThreads>(ss, n, eps, partial);
   // Every thread re-reads only the elements it wrote nothing to yet, so x == y is safe.
   for (int64_t i = threadIdx.x; i < n; i += kNormThreads) {
     const float v = __fmul_rn(xr[i], inv);

@@ -24,6 +24,7 @@
 #include "model/attention/kv_quant.hpp"
 #include "model/attention/rope.hpp"
 #include "model/rms_norm.hpp"
+#include "support/released_rope.hpp"
 
 namespace dsv41::test {
 namespace {
@@ -40,16 +41,6 @@ void cpu_fake_quant(KvFormat f, float* x, int64_t n) {
   if (f == KvFormat::kWindowFp8) fake_quant_window_fp8(x, n);
   if (f == KvFormat::kCompressedFp4) fake_quant_compressed_fp4(x, n);
   if (f == KvFormat::kIndexFp4) fake_quant_index_fp4(x, n);
-}
-
-std::vector<float> yarn_table(int rope_dim) {  // the released "compress" table
-  RopeScaling s;
-  s.rope_type = "yarn";
-  s.factor = 16;
-  s.beta_fast = 32;
-  s.beta_slow = 1;
-  s.original_max_position_embeddings = 65536;
-  return rope_inv_freq_yarn(160000.0, rope_dim, s);
 }
 
 struct Case {
@@ -77,10 +68,8 @@ void run_rows(const Case& c) {
   std::vector<float> x = random_normal(static_cast<size_t>(c.rows * c.dim), rng);
   for (size_t i = 0; i < x.size(); i += 37) x[i] *= 300.0f;  // outliers set block scales
   std::vector<float> w = random_normal(static_cast<size_t>(c.dim), rng);
-  const std::vector<float> f =
-      c.rope ? (c.f == KvFormat::kWindowFp8 ? rope_inv_freq_default(10000.0, c.rope_dim)
-                                            : yarn_table(c.rope_dim))
-             : std::vector<float>(1, 0.0f);
+  const std::vector<float> f = c.rope ? released_rope_table(c.f != KvFormat::kWindowFp8, c.rope_dim)
+                                      : std::vector<float>(1, 0.0f);
   const float eps = 1e-6f;
   const int64_t rb = kernels::kv_packed_bytes(c.f, c.dim);
   const std::string ctx = fmt::format(

@@ -14,6 +14,7 @@
 #include "dsv41k/attention.hpp"
 #include "kernel/kernel_check.hpp"
 #include "model/attention/rope.hpp"
+#include "support/released_rope.hpp"
 
 namespace dsv41::test {
 namespace {
@@ -25,23 +26,12 @@ namespace {
 // rounding (<= 2^-24·(|even| + |odd|)): bound 2^-22·(|even| + |odd|) with margin.
 constexpr double kRopeRelTol = 2.4e-7;
 
-std::vector<float> released_table(bool compress, int rope_dim) {
-  if (!compress) return rope_inv_freq_default(10000.0, rope_dim);
-  RopeScaling s;
-  s.rope_type = "yarn";
-  s.factor = 16;
-  s.beta_fast = 32;
-  s.beta_slow = 1;
-  s.original_max_position_embeddings = 65536;
-  return rope_inv_freq_yarn(160000.0, rope_dim, s);
-}
-
 void run_rope(int64_t T, int heads, int head_dim, int rope_dim, int64_t pos0, int64_t step,
               bool compress, bool inverse) {
   const uint64_t seed = fresh_seed();
   std::mt19937_64 rng(seed);
   const std::vector<float> x = random_normal(static_cast<size_t>(T * heads * head_dim), rng);
-  const std::vector<float> f = released_table(compress, rope_dim);
+  const std::vector<float> f = released_rope_table(compress, rope_dim);
   std::vector<float> want = x;
   for (int64_t t = 0; t < T; ++t)
     for (int h = 0; h < heads; ++h)

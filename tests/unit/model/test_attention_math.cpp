@@ -10,6 +10,7 @@
 #include "model/attention/kv_quant.hpp"
 #include "model/attention/rope.hpp"
 #include "quant/dtype.hpp"
+#include "support/released_rope.hpp"
 
 using namespace dsv41;
 
@@ -27,12 +28,7 @@ TEST_CASE("rope: default table is 1/theta^(2i/d)", "[unit][attention]") {
 
 TEST_CASE("rope: released YaRN table ramps between i = 15 and 25 (arch §2.2)",
           "[unit][attention]") {
-  RopeScaling s;
-  s.rope_type = "yarn";
-  s.factor = 16;
-  s.beta_fast = 32;
-  s.beta_slow = 1;
-  s.original_max_position_embeddings = 65536;
+  RopeScaling s = test::released_yarn_scaling();
   const std::vector<float> f = rope_inv_freq_yarn(160000.0, 64, s);
   REQUIRE(f.size() == 32);
   for (int i = 0; i < 32; ++i) {
