@@ -63,6 +63,7 @@ struct Args {
   double* dot_part;
   double* ss_part;
   int64_t T, D, flat, S, chunk;
+  int64_t collapse_blocks;  // T, or 0 when the launch runs the mixes only (hc_site_mixes)
   int hc, mix, iters;
   float hc_eps, norm_eps;
   // hc_expand_site: H is H_new = hc_expand(y, H_old, post_prev, comb_prev), computed wherever it
@@ -161,11 +162,11 @@ __global__ void __launch_bounds__(kThreads) hc_site_kernel(const __grid_constant
   __shared__ float l[hcm::kHcMaxEntries];
   __shared__ int last;
   const int64_t b = blockIdx.x;
-  if (b < a.T) {
+  if (b < a.collapse_blocks) {
     collapse_norm(a, b, part);
     return;
   }
-  const int64_t pb = b - a.T, per_token = a.mix * a.S;
+  const int64_t pb = b - a.collapse_blocks, per_token = a.mix * a.S;
   const int64_t t = pb / per_token, rem = pb % per_token;
   const int r = static_cast<int>(rem / a.S);
   const int64_t s = rem % a.S;
@@ -220,11 +221,11 @@ __global__ void __launch_bounds__(kThreads) hc_site_tiled_kernel(const __grid_co
   __shared__ double dots[kTileTokens][kTileRows];
   __shared__ double sss[kTileTokens];
   const int64_t b = blockIdx.x;
-  if (b < a.T) {
+  if (b < a.collapse_blocks) {
     collapse_norm(a, b, part);
     return;
   }
-  const int64_t t0 = (b - a.T) * kTileTokens;
+  const int64_t t0 = (b - a.collapse_blocks) * kTileTokens;
   const int nt = static_cast<int>(min(int64_t{kTileTokens}, a.T - t0));
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int r0 = warp * kTileRowsPerWarp;
@@ -293,22 +294,39 @@ size_t hc_site_workspace_bytes(int64_t max_T, int hc, int64_t D) {
 
 namespace {
 
-bool site_args_ok(const float* fn, const float* base, const float* scale, const float* pre_prev,
-                  float* pre, float* post, float* comb, float* xn, int64_t T, int hc, int64_t D,
-                  int sinkhorn_iters, void* workspace) {
-  return fn != nullptr && base != nullptr && scale != nullptr && pre_prev != nullptr &&
-         pre != nullptr && post != nullptr && comb != nullptr && xn != nullptr &&
-         workspace != nullptr && T >= 0 && hc >= 1 && hc <= kHcMaxStreams && D >= 1 &&
-         sinkhorn_iters >= 1 && pre_prev != pre &&
+bool mixes_args_ok(const float* fn, const float* base, const float* scale, float* pre, float* post,
+                   float* comb, int64_t T, int hc, int64_t D, int sinkhorn_iters,
+                   void* workspace) {
+  return fn != nullptr && base != nullptr && scale != nullptr && pre != nullptr &&
+         post != nullptr && comb != nullptr && workspace != nullptr && T >= 0 && hc >= 1 &&
+         hc <= kHcMaxStreams && D >= 1 && sinkhorn_iters >= 1 &&
          (reinterpret_cast<uintptr_t>(workspace) & 15) == 0;
 }
 
-// a: inputs, outputs and sizes set (y null unless the expand is folded in).
-cudaError_t launch_site(Args a, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+bool site_args_ok(const float* fn, const float* base, const float* scale, const float* pre_prev,
+                  float* pre, float* post, float* comb, float* xn, int64_t T, int hc, int64_t D,
+                  int sinkhorn_iters, void* workspace) {
+  return mixes_args_ok(fn, base, scale, pre, post, comb, T, hc, D, sinkhorn_iters, workspace) &&
+         pre_prev != nullptr && xn != nullptr && pre_prev != pre;
+}
+
+// Which blocks a launch runs: hc_site / hc_expand_site both, hc_site_collapse the T collapse
+// blocks, hc_site_mixes the projection (or tile) blocks.
+enum class Parts { kBoth, kCollapse, kMixes };
+
+// a: inputs, outputs and sizes set (y null unless the expand is folded in; kMixes: y null).
+cudaError_t launch_site(Args a, Parts parts, void* workspace, size_t workspace_bytes,
+                        cudaStream_t stream) {
   const int64_t T = a.T;
   const int mix = (2 + a.hc) * a.hc;
   const int64_t flat = a.hc * a.D, S = splits_for(T, mix, flat);
   a.flat = flat, a.mix = mix;
+  a.collapse_blocks = parts == Parts::kMixes ? 0 : T;
+  if (parts == Parts::kCollapse) {  // any T: collapse_norm folds the expand itself
+    if (T > int64_t{0x7FFFFFFF}) return cudaErrorInvalidValue;
+    a.S = 1, a.chunk = flat;
+    return detail::launch_kernel(hc_site_kernel, static_cast<unsigned>(T), kThreads, 0, stream, a);
+  }
   if (T >= kTileMinTokens && mix <= kTileRows) {
     if (a.y != nullptr) {  // prefill: the expand as its own launch, then the tiled site on H_new
       const cudaError_t e =
@@ -318,9 +336,10 @@ cudaError_t launch_site(Args a, void* workspace, size_t workspace_bytes, cudaStr
     }
     a.S = 1, a.chunk = flat;
     const int64_t tiles = (T + kTileTokens - 1) / kTileTokens;
-    if (T + tiles > int64_t{0x7FFFFFFF}) return cudaErrorInvalidValue;
-    return detail::launch_kernel(hc_site_tiled_kernel, static_cast<unsigned>(T + tiles), kThreads,
-                                 0, stream, a);
+    if (a.collapse_blocks + tiles > int64_t{0x7FFFFFFF}) return cudaErrorInvalidValue;
+    return detail::launch_kernel(hc_site_tiled_kernel,
+                                 static_cast<unsigned>(a.collapse_blocks + tiles), kThreads, 0,
+                                 stream, a);
   }
   if (T > (int64_t{0x7FFFFFFF} - T) / (mix * S) || workspace_bytes < bytes_for(T, mix, S))
     return cudaErrorInvalidValue;
@@ -329,7 +348,8 @@ cudaError_t launch_site(Args a, void* workspace, size_t workspace_bytes, cudaStr
   a.dot_part = reinterpret_cast<double*>(ws + align256(static_cast<size_t>(T) * 4));
   a.ss_part = a.dot_part + T * mix * S;
   a.S = S, a.chunk = (flat + S - 1) / S;
-  return detail::launch_kernel(hc_site_kernel, static_cast<unsigned>(T + T * mix * S), kThreads, 0,
+  return detail::launch_kernel(hc_site_kernel,
+                               static_cast<unsigned>(a.collapse_blocks + T * mix * S), kThreads, 0,
                                stream, a);
 }
 
@@ -358,7 +378,7 @@ cudaError_t hc_site(const float* H, const float* fn, const float* base, const fl
   if (T == 0) return cudaSuccess;
   return launch_site(site_args(H, fn, base, scale, pre_prev, norm_w, pre, post, comb, xn, T, hc, D,
                                sinkhorn_iters, hc_eps, norm_eps),
-                     workspace, workspace_bytes, stream);
+                     Parts::kBoth, workspace, workspace_bytes, stream);
 }
 
 cudaError_t hc_expand_site(const HcExpandIn& e, float* H_new, const float* fn, const float* base,
@@ -376,7 +396,38 @@ cudaError_t hc_expand_site(const HcExpandIn& e, float* H_new, const float* fn, c
   Args a = site_args(H_new, fn, base, scale, pre_prev, norm_w, pre, post, comb, xn, T, hc, D,
                      sinkhorn_iters, hc_eps, norm_eps);
   a.y = e.y, a.H_old = e.H_old, a.post_prev = e.post, a.comb_prev = e.comb, a.H_new = H_new;
-  return launch_site(a, workspace, workspace_bytes, stream);
+  return launch_site(a, Parts::kBoth, workspace, workspace_bytes, stream);
+}
+
+cudaError_t hc_site_collapse(const HcExpandIn* e, float* H, const float* pre_prev,
+                             const float* norm_w, float* xn, int64_t T, int hc, int64_t D,
+                             float norm_eps, cudaStream_t stream) {
+  if (H == nullptr || pre_prev == nullptr || xn == nullptr || T < 0 || hc < 1 ||
+      hc > kHcMaxStreams || D < 1 || T > int64_t{0x7FFFFFFF})
+    return cudaErrorInvalidValue;
+  if (e != nullptr && (e->y == nullptr || e->H_old == nullptr || e->post == nullptr ||
+                       e->comb == nullptr || e->H_old == H))
+    return cudaErrorInvalidValue;
+  if (T == 0) return cudaSuccess;
+  Args a{};
+  a.H = H, a.pre_prev = pre_prev, a.norm_w = norm_w, a.xn = xn;
+  a.T = T, a.D = D, a.hc = hc, a.norm_eps = norm_eps;
+  if (e != nullptr) a.y = e->y, a.H_old = e->H_old, a.post_prev = e->post, a.comb_prev = e->comb;
+  a.H_new = H;
+  return launch_site(a, Parts::kCollapse, nullptr, 0, stream);
+}
+
+cudaError_t hc_site_mixes(const float* H, const float* fn, const float* base, const float* scale,
+                          float* pre, float* post, float* comb, int64_t T, int hc, int64_t D,
+                          int sinkhorn_iters, float hc_eps, float norm_eps, void* workspace,
+                          size_t workspace_bytes, cudaStream_t stream) {
+  if (H == nullptr ||
+      !mixes_args_ok(fn, base, scale, pre, post, comb, T, hc, D, sinkhorn_iters, workspace))
+    return cudaErrorInvalidValue;
+  if (T == 0) return cudaSuccess;
+  return launch_site(site_args(H, fn, base, scale, nullptr, nullptr, pre, post, comb, nullptr, T,
+                               hc, D, sinkhorn_iters, hc_eps, norm_eps),
+                     Parts::kMixes, workspace, workspace_bytes, stream);
 }
 
 }  // namespace dsv41::kernels

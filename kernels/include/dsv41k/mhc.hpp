@@ -64,6 +64,22 @@ cudaError_t hc_expand_site(const HcExpandIn& e, float* H_new, const float* fn, c
                            int64_t D, int sinkhorn_iters, float hc_eps, float norm_eps,
                            void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
+// hc_site (or hc_expand_site) as two launches for two streams: the collapse needs only the
+// previous site's pre, so the sublayer can start after hc_site_collapse while hc_site_mixes runs
+// beside it (CudaForwardOptions::mhc_overlap). Together they write what the one-launch forms
+// write, bit for bit (the same blocks, split across two grids).
+//   hc_site_collapse: xn = rms_norm(collapse(H, pre_prev)) · norm_w; with e non-null H is
+//     written first with hc_expand(e) (H must not alias e->H_old), for any T. No workspace.
+//   hc_site_mixes: pre, post, comb of H; hc_site's workspace rules (one call at a time per
+//     workspace). Must not start before the H it reads is written.
+cudaError_t hc_site_collapse(const HcExpandIn* e, float* H, const float* pre_prev,
+                             const float* norm_w, float* xn, int64_t T, int hc, int64_t D,
+                             float norm_eps, cudaStream_t stream);
+cudaError_t hc_site_mixes(const float* H, const float* fn, const float* base, const float* scale,
+                          float* pre, float* post, float* comb, int64_t T, int hc, int64_t D,
+                          int sinkhorn_iters, float hc_eps, float norm_eps, void* workspace,
+                          size_t workspace_bytes, cudaStream_t stream);
+
 // x[t, d] = Σ_j pre[t, j] · H[t, j, d] (= dsv41::hc_collapse), j ascending, fp32 unfused.
 //   H [T, hc, D], pre [T, hc], x [T, D] (x must not alias H).
 // Needs T >= 0, 1 <= hc <= kHcMaxStreams, D >= 1, non-null pointers.

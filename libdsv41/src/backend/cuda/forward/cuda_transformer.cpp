@@ -15,6 +15,7 @@
 #include "backend/cuda/forward/device_tp.hpp"
 #include "backend/cuda/forward/forward_workspace.hpp"
 #include "backend/cuda/forward/launch_check.hpp"
+#include "backend/cuda/forward/mhc_sites.hpp"
 #include "backend/cuda/forward/step_profile.hpp"
 #include "core/check.hpp"
 #include "dsv41k/engram.hpp"
@@ -31,6 +32,15 @@ struct CudaTransformer::Layer {
   DeviceAttention attn;
   DeviceMoe ffn;
   std::optional<DeviceEngram> engram;
+
+  MhcSiteWeights attn_site() const {
+    return {hc_attn_fn.as<float>(), hc_attn_base.as<float>(), hc_attn_scale.as<float>(),
+            attn_norm.as<float>()};
+  }
+  MhcSiteWeights ffn_site() const {
+    return {hc_ffn_fn.as<float>(), hc_ffn_base.as<float>(), hc_ffn_scale.as<float>(),
+            ffn_norm.as<float>()};
+  }
 
   uint64_t device_bytes() const {
     uint64_t b = attn.device_bytes() + ffn.device_bytes() + (engram ? engram->device_bytes() : 0);
@@ -117,6 +127,10 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
   m->report_.expert_bytes =
       m->report_.routed_bytes / std::max<uint64_t>(1, static_cast<uint64_t>(local_experts));
   m->ws_ = std::make_unique<ForwardWorkspace>(cfg, opts.max_chunk, opts.max_context);
+  m->mhc_sites_ = std::make_unique<MhcSites>(
+      MhcShape{t.hc_mult, t.hidden_size, t.hc_sinkhorn_iters, static_cast<float>(t.hc_eps),
+               static_cast<float>(t.rms_norm_eps)},
+      opts.mhc_overlap, m->ws_->hc_site_ws.data(), m->ws_->hc_site_ws.bytes());
   const size_t C = static_cast<size_t>(opts.max_chunk);
   if (plan.sharded()) {
     const int64_t Vp = plan.vocab_per_rank;
@@ -345,7 +359,7 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
   const int64_t T = static_cast<int64_t>(ids.size()), pos0 = seq.pos_;
   const int64_t D = t.hidden_size, V = t.vocab_size;
   const int hc = t.hc_mult;
-  const float eps = static_cast<float>(t.rms_norm_eps), hc_eps = static_cast<float>(t.hc_eps);
+  const float eps = static_cast<float>(t.rms_norm_eps);
   // Host inputs of the chunk: token ids, image flags, Engram hash ids of the new positions.
   seq.tokens.insert(seq.tokens.end(), ids.begin(), ids.end());
   if (flags.empty()) {
@@ -396,19 +410,18 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
   float* pre_f = ws.pre_f.as<float>();
   float* post_f = ws.post_f.as<float>();
   float* comb_f = ws.comb_f.as<float>();
-  // Each site's mixes, collapse (with the previous site's pre) and norm: one hc_site launch. The
-  // expand before a site is folded into it (hc_expand_site) unless an Engram block sits between
-  // them; `pending` is the FFN expand of the previous layer until it has run.
-  void* site_ws = ws.hc_site_ws.data();
-  const size_t site_ws_bytes = ws.hc_site_ws.bytes();
+  // Each site's mixes, collapse (with the previous site's pre) and norm (MhcSites: one launch,
+  // or two beside the sublayer). The expand before a site is folded into it unless an Engram
+  // block sits between them; `pending` is the FFN expand of the previous layer until it has run.
+  MhcSites& sites = *mhc_sites_;
   bool pending = false;
   const kernels::HcExpandIn ffn_out{y, Hmid, post_f, comb_f};
+  const kernels::HcExpandIn attn_out{y, H, post_a, comb_a};
   for (size_t li = 0; li < layers_.size(); ++li) {
     const int l = static_cast<int>(li);
     const Layer& L = *layers_[li];
     if (pending && L.engram) {
-      check_launch(kernels::hc_expand(y, Hmid, post_f, comb_f, H, T, hc, D, s), l,
-                   "hc_expand ffn (before Engram)");
+      sites.expand(ffn_out, H, T, s, l, "hc_expand ffn (before Engram)");
       pending = false;
     }
     if (L.engram) {  // §3: before the attention site, on all hc streams
@@ -421,31 +434,15 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
       profile_mark(profile_, "engram", s);
     }
     // Attention site: mixes of the entering H; collapse with the previous site's pre.
-    if (pending) {
-      check_launch(
-          kernels::hc_expand_site(ffn_out, H, L.hc_attn_fn.as<float>(), L.hc_attn_base.as<float>(),
-                                  L.hc_attn_scale.as<float>(), pre, L.attn_norm.as<float>(), pre_a,
-                                  post_a, comb_a, xn, T, hc, D, t.hc_sinkhorn_iters, hc_eps, eps,
-                                  site_ws, site_ws_bytes, s),
-          l, "hc_expand_site attn (ffn expand, mixes, collapse, attn_norm)");
-    } else {
-      check_launch(kernels::hc_site(H, L.hc_attn_fn.as<float>(), L.hc_attn_base.as<float>(),
-                                    L.hc_attn_scale.as<float>(), pre, L.attn_norm.as<float>(),
-                                    pre_a, post_a, comb_a, xn, T, hc, D, t.hc_sinkhorn_iters,
-                                    hc_eps, eps, site_ws, site_ws_bytes, s),
-                   l, "hc_site attn (mixes, collapse, attn_norm)");
-    }
+    sites.site(pending ? &ffn_out : nullptr, H, L.attn_site(), pre, {pre_a, post_a, comb_a}, xn, T,
+               s, l, "hc_site attn (ffn expand, mixes, collapse, attn_norm)");
     profile_mark(profile_, "mhc+norm", s);
     L.attn.forward(xn, T, pos0, seq, ws, y, s, profile_);
     if (tp_) tp_->all_reduce_sum(y, T * D, s, reduce_site(l, "attention").c_str());
     profile_mark(profile_, "attn out proj", s);
     // FFN site: the attention expand folded in; collapse with the attention site's pre.
-    check_launch(kernels::hc_expand_site(kernels::HcExpandIn{y, H, post_a, comb_a}, Hmid,
-                                         L.hc_ffn_fn.as<float>(), L.hc_ffn_base.as<float>(),
-                                         L.hc_ffn_scale.as<float>(), pre_a, L.ffn_norm.as<float>(),
-                                         pre_f, post_f, comb_f, xn, T, hc, D, t.hc_sinkhorn_iters,
-                                         hc_eps, eps, site_ws, site_ws_bytes, s),
-                 l, "hc_expand_site ffn (attn expand, mixes, collapse, ffn_norm)");
+    sites.site(&attn_out, Hmid, L.ffn_site(), pre_a, {pre_f, post_f, comb_f}, xn, T, s, l,
+               "hc_site ffn (attn expand, mixes, collapse, ffn_norm)");
     profile_mark(profile_, "mhc+norm", s);
     L.ffn.forward(xn, T, dflags, ws, y, s, profile_);
     if (tp_) tp_->all_reduce_sum(y, T * D, s, reduce_site(l, "ffn").c_str());
@@ -453,9 +450,8 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
     pending = true;
     pre = pre_f;
   }
-  if (pending)
-    check_launch(kernels::hc_expand(y, Hmid, post_f, comb_f, H, T, hc, D, s), -1,
-                 "hc_expand ffn (last layer)");
+  if (pending) sites.expand(ffn_out, H, T, s, -1, "hc_expand ffn (last layer)");
+  sites.join(s);  // pre of the last site (and a captured step's side branch)
   profile_mark(profile_, "mhc+norm", s);
   // Head: logits = head(norm(collapse(H, pre))) of the last head_rows rows.
   if (head_rows > 0) {

@@ -54,6 +54,9 @@ struct CudaForwardOptions {
   // link (null): TpNccl (takes_device_memory) on device buffers without host staging. Must have
   // the link's rank and world and outlive the CudaTransformer.
   parallel::TpComm* data_comm = nullptr;
+  // Each mHC site's mixes on a second stream beside its sublayer (only the collapse stays before
+  // the sublayer: mhc_sites.hpp); false: one launch per site on the step's stream. Same results.
+  bool mhc_overlap = true;
   // kInvalidArgument naming the field.
   void validate() const;
 };
@@ -143,6 +146,7 @@ class CudaTransformer {
   CudaLoadReport report_;
   std::unique_ptr<CudaStream> stream_;
   std::unique_ptr<struct ForwardWorkspace> ws_;
+  std::unique_ptr<class MhcSites> mhc_sites_;  // over ws_->hc_site_ws
   // x split of the tensor-core FP8 GEMV (16 rows × up to kGemvScratchCols columns: wo_a's
   // grouped input is 64 heads × 512 = 32,768 at the released dims).
   static constexpr int64_t kGemvScratchCols = 65536;
