@@ -295,8 +295,7 @@ size_t hc_site_workspace_bytes(int64_t max_T, int hc, int64_t D) {
 namespace {
 
 bool mixes_args_ok(const float* fn, const float* base, const float* scale, float* pre, float* post,
-                   float* comb, int64_t T, int hc, int64_t D, int sinkhorn_iters,
-                   void* workspace) {
+                   float* comb, int64_t T, int hc, int64_t D, int sinkhorn_iters, void* workspace) {
   return fn != nullptr && base != nullptr && scale != nullptr && pre != nullptr &&
          post != nullptr && comb != nullptr && workspace != nullptr && T >= 0 && hc >= 1 &&
          hc <= kHcMaxStreams && D >= 1 && sinkhorn_iters >= 1 &&

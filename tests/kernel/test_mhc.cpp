@@ -195,6 +195,18 @@ void run_site(int64_t T, int hc, int64_t D, int iters, bool with_norm_w, int cal
   }
 }
 
+// The first n floats of a and b agree bit for bit (a: the call under test, b: hc_expand + hc_site).
+void same_bytes(const std::string& ctx, const char* what, const cuda::DeviceBuffer& a,
+                const cuda::DeviceBuffer& b, size_t n) {
+  const std::vector<float> ga = download(a, n), gb = download(b, n);
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (std::memcmp(&ga[i], &gb[i], 4) != 0 && bad++ == 0) first = i;
+  INFO(fmt::format("{} {}: {} of {} differ from hc_expand + hc_site; first at {}: {} vs {}", ctx,
+                   what, bad, n, first, bad ? ga[first] : 0.f, bad ? gb[first] : 0.f));
+  CHECK(bad == 0);
+}
+
 // hc_expand_site = hc_expand then hc_site: every output (H_new, pre, post, comb, xn) must equal
 // the two separate launches bit for bit (each validated against the CPU above: the folded site
 // computes the same values with the same op sequences), and H_new the CPU hc_expand within
@@ -246,21 +258,11 @@ void run_expand_site(int64_t T, int hc, int64_t D, int iters) {
     stream.synchronize();
     const std::string ctx =
         fmt::format("hc_expand_site T {} hc {} D {} seed {:#x} call {}", T, hc, D, seed, call);
-    auto same = [&](const char* what, const cuda::DeviceBuffer& a, const cuda::DeviceBuffer& b,
-                    size_t n) {
-      const std::vector<float> ga = download(a, n), gb = download(b, n);
-      size_t bad = 0, first = 0;
-      for (size_t i = 0; i < n; ++i)
-        if (std::memcmp(&ga[i], &gb[i], 4) != 0 && bad++ == 0) first = i;
-      INFO(fmt::format("{} {}: {} of {} differ from hc_expand + hc_site; first at {}: {} vs {}",
-                       ctx, what, bad, n, first, bad ? ga[first] : 0.f, bad ? gb[first] : 0.f));
-      CHECK(bad == 0);
-    };
-    same("H_new", got.H, sep.H, static_cast<size_t>(T * hc * D));
-    same("pre", got.pre, sep.pre, static_cast<size_t>(T * hc));
-    same("post", got.post, sep.post, static_cast<size_t>(T * hc));
-    same("comb", got.comb, sep.comb, static_cast<size_t>(T * hc * hc));
-    same("xn", got.xn, sep.xn, static_cast<size_t>(T * D));
+    same_bytes(ctx, "H_new", got.H, sep.H, static_cast<size_t>(T * hc * D));
+    same_bytes(ctx, "pre", got.pre, sep.pre, static_cast<size_t>(T * hc));
+    same_bytes(ctx, "post", got.post, sep.post, static_cast<size_t>(T * hc));
+    same_bytes(ctx, "comb", got.comb, sep.comb, static_cast<size_t>(T * hc * hc));
+    same_bytes(ctx, "xn", got.xn, sep.xn, static_cast<size_t>(T * D));
     std::vector<double> tol(want_h.size());
     for (int64_t t = 0; t < T; ++t)
       for (int k = 0; k < hc; ++k)
@@ -272,9 +274,40 @@ void run_expand_site(int64_t T, int hc, int64_t D, int iters) {
         }
     require_match(ctx + " H_new vs the CPU", download(got.H, want_h.size()), want_h, tol, 1e-12);
   }
+  // The two-stream form (hc_site_collapse on one stream, hc_site_mixes on another after an
+  // event): the same bytes, with the expand folded in and without (H read as written above).
+  cuda::CudaStream side;
+  cudaEvent_t ready = nullptr;
+  DSV41_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+  for (const bool fold : {true, false}) {
+    Out got = outs();
+    if (!fold)
+      DSV41_CUDA_CHECK(cudaMemcpy(got.H.data(), sep.H.data(), got.H.bytes(), cudaMemcpyDefault));
+    DSV41_CUDA_CHECK(kernels::hc_site_collapse(
+        fold ? &e : nullptr, got.H.as<float>(), dprev.as<float>(), dw.as<float>(),
+        got.xn.as<float>(), T, hc, D, s.norm_eps, stream.get()));
+    DSV41_CUDA_CHECK(cudaEventRecord(ready, stream.get()));
+    DSV41_CUDA_CHECK(cudaStreamWaitEvent(side.get(), ready, 0));
+    DSV41_CUDA_CHECK(kernels::hc_site_mixes(
+        got.H.as<float>(), dfn.as<float>(), dbase.as<float>(), dscale.as<float>(),
+        got.pre.as<float>(), got.post.as<float>(), got.comb.as<float>(), T, hc, D, iters, s.hc_eps,
+        s.norm_eps, dws.data(), wsb, side.get()));
+    side.synchronize();
+    stream.synchronize();
+    const std::string ctx = fmt::format(
+        "hc_site_collapse + hc_site_mixes (fold {}) T {} hc {} D {} "
+        "seed {:#x}",
+        fold, T, hc, D, seed);
+    same_bytes(ctx, "H_new", got.H, sep.H, static_cast<size_t>(T * hc * D));
+    same_bytes(ctx, "pre", got.pre, sep.pre, static_cast<size_t>(T * hc));
+    same_bytes(ctx, "post", got.post, sep.post, static_cast<size_t>(T * hc));
+    same_bytes(ctx, "comb", got.comb, sep.comb, static_cast<size_t>(T * hc * hc));
+    same_bytes(ctx, "xn", got.xn, sep.xn, static_cast<size_t>(T * D));
+  }
+  DSV41_CUDA_CHECK(cudaEventDestroy(ready));
 }
 
-TEST_CASE("hc_expand_site equals hc_expand then hc_site", "[kernel][mhc]") {
+TEST_CASE("hc_expand_site and the two-stream site equal hc_expand then hc_site", "[kernel][mhc]") {
   if (skip_without_gpu()) return;
   run_expand_site(1, 1, 1, 1);   // degenerate
   run_expand_site(3, 2, 37, 5);  // odd sizes
@@ -301,6 +334,46 @@ TEST_CASE("hc_expand_site rejects unsupported arguments", "[kernel][mhc]") {
   CHECK(call(kernels::HcExpandIn{p, p, nullptr, p}, h, 1) == cudaErrorInvalidValue);
   CHECK(call(kernels::HcExpandIn{p, p, p, nullptr}, h, 1) == cudaErrorInvalidValue);
   CHECK(call(ok, h, -1) == cudaErrorInvalidValue);
+}
+
+TEST_CASE("hc_site_collapse and hc_site_mixes reject unsupported arguments", "[kernel][mhc]") {
+  float* p = reinterpret_cast<float*>(uintptr_t{256});
+  float* q = reinterpret_cast<float*>(uintptr_t{512});
+  float* h = reinterpret_cast<float*>(uintptr_t{768});
+  void* ws = reinterpret_cast<void*>(uintptr_t{1024});
+  const size_t wsb = kernels::hc_site_workspace_bytes(4, 4, 64);
+  const auto collapse = [&](const kernels::HcExpandIn* e, float* H, const float* prev, float* xn,
+                            int64_t T, int hc, int64_t D) {
+    return kernels::hc_site_collapse(e, H, prev, nullptr, xn, T, hc, D, 1e-20f, nullptr);
+  };
+  const kernels::HcExpandIn ok{p, p, p, p};
+  CHECK(collapse(nullptr, h, p, q, 0, 4, 64) == cudaSuccess);  // T = 0: nothing to do
+  CHECK(collapse(&ok, h, p, q, 0, 4, 64) == cudaSuccess);
+  CHECK(collapse(nullptr, nullptr, p, q, 1, 4, 64) == cudaErrorInvalidValue);
+  CHECK(collapse(nullptr, h, nullptr, q, 1, 4, 64) == cudaErrorInvalidValue);
+  CHECK(collapse(nullptr, h, p, nullptr, 1, 4, 64) == cudaErrorInvalidValue);
+  CHECK(collapse(nullptr, h, p, q, -1, 4, 64) == cudaErrorInvalidValue);
+  CHECK(collapse(nullptr, h, p, q, 1, 0, 64) == cudaErrorInvalidValue);
+  CHECK(collapse(nullptr, h, p, q, 1, kernels::kHcMaxStreams + 1, 64) == cudaErrorInvalidValue);
+  CHECK(collapse(nullptr, h, p, q, 1, 4, 0) == cudaErrorInvalidValue);
+  CHECK(collapse(&ok, p, p, q, 1, 4, 64) == cudaErrorInvalidValue);  // H aliases e.H_old
+  const kernels::HcExpandIn no_y{nullptr, p, p, p};
+  CHECK(collapse(&no_y, h, p, q, 1, 4, 64) == cudaErrorInvalidValue);
+
+  const auto mixes = [&](const float* H, const float* fn, float* pre, void* w, size_t wb, int64_t T,
+                         int iters) {
+    return kernels::hc_site_mixes(H, fn, p, p, pre, q, q, T, 4, 64, iters, 1e-6f, 1e-20f, w, wb,
+                                  nullptr);
+  };
+  CHECK(mixes(h, p, q, ws, wsb, 0, 20) == cudaSuccess);
+  CHECK(mixes(nullptr, p, q, ws, wsb, 1, 20) == cudaErrorInvalidValue);
+  CHECK(mixes(h, nullptr, q, ws, wsb, 1, 20) == cudaErrorInvalidValue);
+  CHECK(mixes(h, p, nullptr, ws, wsb, 1, 20) == cudaErrorInvalidValue);
+  CHECK(mixes(h, p, q, nullptr, wsb, 1, 20) == cudaErrorInvalidValue);
+  CHECK(mixes(h, p, q, reinterpret_cast<void*>(uintptr_t{1032}), wsb, 1, 20) ==
+        cudaErrorInvalidValue);  // workspace not 16-byte aligned
+  CHECK(mixes(h, p, q, ws, wsb, 1, 0) == cudaErrorInvalidValue);
+  CHECK(mixes(h, p, q, ws, 0, 1, 20) == cudaErrorInvalidValue);  // workspace too small
 }
 
 TEST_CASE("hc_site matches hc_mixes + hc_collapse + rms_norm of the CPU", "[kernel][mhc]") {

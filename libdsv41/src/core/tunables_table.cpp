@@ -16,6 +16,10 @@ constexpr TunableSpec kSpecs[] = {
     {"DSV41_CUDA_MAX_CONTEXT", TunableType::kInt, "65536",
      "CUDA backend: longest sequence (sizes the score workspace; caps "
      "ModelInfo.max_position_embeddings)"},
+    {"DSV41_CUDA_MHC_OVERLAP", TunableType::kBool, "true",
+     "CUDA backend: each mHC site's mixes (projection, Sinkhorn) run on a second stream beside "
+     "its sublayer, only the collapse and norm stay in front of it; false = one launch per site "
+     "on the step's stream (the A/B switch; results are identical)"},
     {"DSV41_CUDA_PDL", TunableType::kBool, "true",
      "CUDA backend: programmatic dependent launch (sm_90+): each kernel of a step starts while "
      "the previous one finishes and streams its weights before waiting for its input; false = "

@@ -26,15 +26,15 @@ void MhcSites::site(const kernels::HcExpandIn* e, float* H, const MhcSiteWeights
                     cudaStream_t s, int layer, const char* what) {
   const MhcShape& m = shape_;
   if (lane_ == nullptr) {
-    check_launch(e != nullptr ? kernels::hc_expand_site(*e, H, w.fn, w.base, w.scale, pre_prev,
-                                                        w.norm_w, out.pre, out.post, out.comb, xn,
-                                                        T, m.hc, m.D, m.sinkhorn_iters, m.hc_eps,
-                                                        m.norm_eps, workspace_, workspace_bytes_, s)
-                              : kernels::hc_site(H, w.fn, w.base, w.scale, pre_prev, w.norm_w,
-                                                 out.pre, out.post, out.comb, xn, T, m.hc, m.D,
-                                                 m.sinkhorn_iters, m.hc_eps, m.norm_eps, workspace_,
-                                                 workspace_bytes_, s),
-                 layer, what);
+    check_launch(
+        e != nullptr
+            ? kernels::hc_expand_site(*e, H, w.fn, w.base, w.scale, pre_prev, w.norm_w, out.pre,
+                                      out.post, out.comb, xn, T, m.hc, m.D, m.sinkhorn_iters,
+                                      m.hc_eps, m.norm_eps, workspace_, workspace_bytes_, s)
+            : kernels::hc_site(H, w.fn, w.base, w.scale, pre_prev, w.norm_w, out.pre, out.post,
+                               out.comb, xn, T, m.hc, m.D, m.sinkhorn_iters, m.hc_eps, m.norm_eps,
+                               workspace_, workspace_bytes_, s),
+        layer, what);
     return;
   }
   // pre_prev (and e's post / comb) are the previous site's mixes; H, once rewritten here, is no
