@@ -1,20 +1,22 @@
-// One mHC site's work before its sublayer in one launch (spec model-architecture.md §3): the mixes
-// of H (= hc_mixes) and the sublayer input xn = rms_norm(hc_collapse(H, pre_prev)) · w, with the
-// CPU reference's op sequences (model/mhc.cpp, model/rms_norm.cpp). At decode the four separate
-// kernels (24-block projection, finish, collapse, norm) were ~33 us per site, 80 sites a step,
-// mostly launch gaps and one block per (token, row) streaming 80 KB (docs/perf.md).
+// One mHC site's work before its sublayer (spec model-architecture.md §3): the mixes of H
+// (= hc_mixes) and the sublayer input xn = rms_norm(hc_collapse(H, pre_prev)) · w, with the CPU
+// reference's op sequences (model/mhc.cpp, model/rms_norm.cpp), as two kernels: the collapse
+// (one block per token; with hc_expand_site it first writes H_new = hc_expand(...) where it reads
+// it) and the mixes. xn needs only the previous site's pre, so the forward pass runs the mixes on
+// a second stream beside the sublayer (hc_site_collapse / hc_site_mixes); hc_site and
+// hc_expand_site queue both on one stream. At decode the four kernels before them (24-block
+// projection, finish, collapse, norm) were ~33 us per site, 80 sites a step (docs/perf.md).
 //
-// Grid: T collapse blocks first (they only need the previous site's pre, so they run beside the
-// projection), then T · mix · S projection blocks: block (t, r, s) sums the fp64 dot of mix row r
-// and the fp64 sum of squares over split s of the flattened streams and stores the partials; the
-// last block of token t to arrive (atomic counter, reset to 0 by it) adds the partials in split
-// order, forms m_r and runs the finish (sigmoids, Sinkhorn) with one warp. Deterministic: every
-// sum has a fixed order; the fp64 totals differ from the reference's sequential sums only by fp64
-// rounding (~1e-16 relative), as hc_mixes' do.
+// Mixes, decode: T · mix · S projection blocks: block (t, r, s) sums the fp64 dot of mix row r and
+// the fp64 sum of squares over split s of the flattened streams and stores the partials; the last
+// block of token t to arrive (atomic counter, reset to 0 by it) adds the partials in split order,
+// forms m_r and runs the finish (sigmoids, Sinkhorn) with one warp. Deterministic: every sum has a
+// fixed order; the fp64 totals differ from the reference's sequential sums only by fp64 rounding
+// (~1e-16 relative), as hc_mixes' do.
 //
-// Prefill (T >= kTileMinTokens, mix <= kTileRows): the split grid degenerates to one block per
-// (token, row), each streaming the token's 80 KB of H and the row's 80 KB of fn (1.02 ms per site
-// at T 2048 on an H100: 7.9 GB through L2). hc_site_tiled_kernel instead gives a block
+// Mixes, prefill (T >= kTileMinTokens, mix <= kTileRows): the split grid degenerates to one block
+// per (token, row), each streaming the token's 80 KB of H and the row's 80 KB of fn (1.02 ms per
+// site at T 2048 on an H100: 7.9 GB through L2). hc_site_tiled_kernel instead gives a block
 // kTileTokens tokens and every mix row: H chunks of those tokens staged in shared memory, warp w
 // owning rows [3w, 3w + 3), each lane summing a strided slice in fp64 then a shuffle tree (another
 // fixed order: the same fp64-rounding-level difference), and warp j finishing token j, so fn
@@ -63,11 +65,10 @@ struct Args {
   double* dot_part;
   double* ss_part;
   int64_t T, D, flat, S, chunk;
-  int64_t collapse_blocks;  // T, or 0 when the launch runs the mixes only (hc_site_mixes)
   int hc, mix, iters;
   float hc_eps, norm_eps;
-  // hc_expand_site: H is H_new = hc_expand(y, H_old, post_prev, comb_prev), computed wherever it
-  // is read and written by the collapse blocks (null y: H is an input).
+  // Folded expand (collapse kernel only): H is H_new = hc_expand(y, H_old, post_prev, comb_prev),
+  // written by the collapse blocks (null y: H is an input).
   const float* y;
   const float* H_old;
   const float* post_prev;
@@ -75,73 +76,72 @@ struct Args {
   float* H_new;
 };
 
-// The hc values H_new[t, 0..hc, d] of hc_expand (hc_expand.cu's op sequence: acc = post·y, then
-// j ascending, unfused), so the folded site sees the bytes the separate launch would write.
-__device__ __forceinline__ void expand_at(const Args& a, int64_t t, int64_t d,
-                                          float (&out)[kHcMaxStreams]) {
-  const float* h = a.H_old + t * a.flat + d;
-  const float* c = a.comb_prev + t * a.hc * a.hc;
-  const float* p = a.post_prev + t * a.hc;
-  const float yv = a.y[t * a.D + d];
-  float hv[kHcMaxStreams];
-#pragma unroll
-  for (int j = 0; j < kHcMaxStreams; ++j) hv[j] = j < a.hc ? h[j * a.D] : 0.0f;
-#pragma unroll
-  for (int k = 0; k < kHcMaxStreams; ++k) {
-    float acc = 0.0f;
-    if (k < a.hc) {
-      acc = __fmul_rn(p[k], yv);
-#pragma unroll
-      for (int j = 0; j < kHcMaxStreams; ++j)
-        if (j < a.hc) acc = __fadd_rn(acc, __fmul_rn(c[j * a.hc + k], hv[j]));
-    }
-    out[k] = acc;
-  }
-}
-
-// One value H_new[t, k, d] (flat index i = k·D + d) of the folded expand.
-__device__ __forceinline__ float expand_one(const Args& a, int64_t t, int64_t i) {
-  const int k = static_cast<int>(i / a.D);
-  const int64_t d = i - k * a.D;
-  const float* h = a.H_old + t * a.flat + d;
-  const float* c = a.comb_prev + t * a.hc * a.hc;
-  float acc = __fmul_rn(a.post_prev[t * a.hc + k], a.y[t * a.D + d]);
-#pragma unroll
-  for (int j = 0; j < kHcMaxStreams; ++j)
-    if (j < a.hc) acc = __fadd_rn(acc, __fmul_rn(c[j * a.hc + k], h[j * a.D]));
-  return acc;
-}
+// Values per thread whose loads are issued together: at decode one block per token walks D = 5120
+// in 20 steps of 256 threads, each an L2 round trip if it waited for its own loads. The
+// per-thread order of every sum is that of one value at a time.
+constexpr int kBatch = 4;
 
 // x = Σ_j pre_prev[t, j] · H[t, j, :] (acc from 0, j ascending, unfused: hc_collapse), then
 // xn = (x · inv) · w with inv = 1 / sqrt(fp32(Σx² / D) + eps), Σ in fp64 (rms_norm). x is kept in
 // xn between the two passes; each thread re-reads only its own elements. With the folded expand
-// the block also writes the token's H_new.
-__device__ void collapse_norm(const Args& a, int64_t t, double* part) {
+// the block also writes the token's H_new (hc_expand.cu's op sequence: acc = post·y, then j
+// ascending, unfused, so the folded site sees the bytes the separate launch would write).
+// kHcCap >= a.hc bounds the per-thread stream arrays (4 for the released hc: 8 would double
+// them and spill at 128 registers).
+template <int kHcCap>
+__device__ __forceinline__ void collapse_norm(const Args& a, int64_t t, double* part) {
   __shared__ float inv_s;
-  float p[kHcMaxStreams];
+  float p[kHcCap];
 #pragma unroll
-  for (int j = 0; j < kHcMaxStreams; ++j) p[j] = j < a.hc ? a.pre_prev[t * a.hc + j] : 0.0f;
-  const float* h = a.H + t * a.flat;
+  for (int j = 0; j < kHcCap; ++j) p[j] = j < a.hc ? a.pre_prev[t * a.hc + j] : 0.0f;
+  const bool fold = a.y != nullptr;
+  const float* h = (fold ? a.H_old : a.H) + t * a.flat;
+  const float* c = a.comb_prev + t * a.hc * a.hc;  // read only when fold
+  const float* po = a.post_prev + t * a.hc;
   float* xr = a.xn + t * a.D;
   double ss = 0.0, unused = 0.0;
-  for (int64_t d = threadIdx.x; d < a.D; d += kThreads) {
-    float hv[kHcMaxStreams];
-    if (a.y != nullptr) {
-      expand_at(a, t, d, hv);
+  constexpr int64_t kStep = int64_t{kBatch} * kThreads;
+  for (int64_t d0 = threadIdx.x; d0 < a.D; d0 += kStep) {
+    // Every load of the batch first (H_new / xn stores could alias them for the compiler).
+    float hv[kBatch][kHcCap], yv[kBatch];
 #pragma unroll
-      for (int j = 0; j < kHcMaxStreams; ++j)
-        if (j < a.hc) a.H_new[t * a.flat + j * a.D + d] = hv[j];
-    } else {
+    for (int u = 0; u < kBatch; ++u) {
+      const int64_t d = d0 + u * kThreads;
+      const bool in = d < a.D;
 #pragma unroll
-      for (int j = 0; j < kHcMaxStreams; ++j) hv[j] = j < a.hc ? h[j * a.D + d] : 0.0f;
+      for (int j = 0; j < kHcCap; ++j) hv[u][j] = (in && j < a.hc) ? h[j * a.D + d] : 0.0f;
+      yv[u] = (in && fold) ? a.y[t * a.D + d] : 0.0f;
     }
-    float acc = 0.0f;
 #pragma unroll
-    for (int j = 0; j < kHcMaxStreams; ++j)  // unrolled: p stays in registers
-      if (j < a.hc) acc = __fadd_rn(acc, __fmul_rn(p[j], hv[j]));
-    xr[d] = acc;
-    const double v = acc;
-    ss += v * v;
+    for (int u = 0; u < kBatch; ++u) {
+      const int64_t d = d0 + u * kThreads;
+      if (d >= a.D) break;
+      float v[kHcCap];
+      if (fold) {
+#pragma unroll
+        for (int k = 0; k < kHcCap; ++k) {
+          float acc = 0.0f;
+          if (k < a.hc) {
+            acc = __fmul_rn(po[k], yv[u]);
+#pragma unroll
+            for (int j = 0; j < kHcCap; ++j)
+              if (j < a.hc) acc = __fadd_rn(acc, __fmul_rn(c[j * a.hc + k], hv[u][j]));
+            a.H_new[t * a.flat + k * a.D + d] = acc;
+          }
+          v[k] = acc;
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < kHcCap; ++j) v[j] = hv[u][j];
+      }
+      float acc = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kHcCap; ++j)  // unrolled: p stays in registers
+        if (j < a.hc) acc = __fadd_rn(acc, __fmul_rn(p[j], v[j]));
+      xr[d] = acc;
+      const double dv = acc;
+      ss += dv * dv;
+    }
   }
   hcm::block_sum2<kThreads>(ss, unused, part);
   if (threadIdx.x == 0) {
@@ -150,10 +150,29 @@ __device__ void collapse_norm(const Args& a, int64_t t, double* part) {
   }
   __syncthreads();
   const float inv = inv_s;
-  for (int64_t d = threadIdx.x; d < a.D; d += kThreads) {
-    const float v = __fmul_rn(xr[d], inv);
-    xr[d] = a.norm_w != nullptr ? __fmul_rn(v, a.norm_w[d]) : v;
+  for (int64_t d0 = threadIdx.x; d0 < a.D; d0 += kStep) {
+    float xv[kBatch], wv[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int64_t d = d0 + u * kThreads;
+      xv[u] = d < a.D ? xr[d] : 0.0f;
+      wv[u] = (d < a.D && a.norm_w != nullptr) ? a.norm_w[d] : 1.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int64_t d = d0 + u * kThreads;
+      if (d >= a.D) break;
+      const float v = __fmul_rn(xv[u], inv);
+      xr[d] = a.norm_w != nullptr ? __fmul_rn(v, wv[u]) : v;
+    }
   }
+}
+
+template <int kHcCap>
+__global__ void __launch_bounds__(kThreads, 2) hc_collapse_kernel(const __grid_constant__ Args a) {
+  detail::pdl_begin();
+  __shared__ double part[2 * kThreads / 32];
+  collapse_norm<kHcCap>(a, blockIdx.x, part);
 }
 
 __global__ void __launch_bounds__(kThreads) hc_site_kernel(const __grid_constant__ Args a) {
@@ -161,24 +180,14 @@ __global__ void __launch_bounds__(kThreads) hc_site_kernel(const __grid_constant
   __shared__ double part[2 * kThreads / 32];
   __shared__ float l[hcm::kHcMaxEntries];
   __shared__ int last;
-  const int64_t b = blockIdx.x;
-  if (b < a.collapse_blocks) {
-    collapse_norm(a, b, part);
-    return;
-  }
-  const int64_t pb = b - a.collapse_blocks, per_token = a.mix * a.S;
+  const int64_t pb = blockIdx.x, per_token = a.mix * a.S;
   const int64_t t = pb / per_token, rem = pb % per_token;
   const int r = static_cast<int>(rem / a.S);
   const int64_t s = rem % a.S;
   const int64_t begin = s * a.chunk, end = min(a.flat, begin + a.chunk);
   double dot = 0.0, ss = 0.0;
   const float* fr = a.fn + static_cast<int64_t>(r) * a.flat;
-  if (a.y != nullptr) {
-    hcm::dot_and_squares_of<kThreads>([&a, t](int64_t i) { return expand_one(a, t, i); }, fr, begin,
-                                      end, dot, ss);
-  } else {
-    hcm::dot_and_squares<kThreads>(a.H + t * a.flat, fr, begin, end, dot, ss);
-  }
+  hcm::dot_and_squares<kThreads>(a.H + t * a.flat, fr, begin, end, dot, ss);
   hcm::block_sum2<kThreads>(dot, ss, part);
   if (threadIdx.x == 0) {
     __stcg(a.dot_part + (t * a.mix + r) * a.S + s, dot);
@@ -216,16 +225,10 @@ constexpr int kTileChunk = 1024;                               // H values per t
 
 __global__ void __launch_bounds__(kThreads) hc_site_tiled_kernel(const __grid_constant__ Args a) {
   detail::pdl_begin();
-  __shared__ double part[2 * kThreads / 32];
   __shared__ float hs[kTileTokens][kTileChunk];
   __shared__ double dots[kTileTokens][kTileRows];
   __shared__ double sss[kTileTokens];
-  const int64_t b = blockIdx.x;
-  if (b < a.collapse_blocks) {
-    collapse_norm(a, b, part);
-    return;
-  }
-  const int64_t t0 = (b - a.collapse_blocks) * kTileTokens;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.x) * kTileTokens;
   const int nt = static_cast<int>(min(int64_t{kTileTokens}, a.T - t0));
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int r0 = warp * kTileRowsPerWarp;
@@ -309,47 +312,53 @@ bool site_args_ok(const float* fn, const float* base, const float* scale, const 
          pre_prev != nullptr && xn != nullptr && pre_prev != pre;
 }
 
-// Which blocks a launch runs: hc_site / hc_expand_site both, hc_site_collapse the T collapse
-// blocks, hc_site_mixes the projection (or tile) blocks.
-enum class Parts { kBoth, kCollapse, kMixes };
+// The collapse kernel: a.H (read; a.y set: a.H_new == a.H written first), pre_prev, norm_w, xn, T,
+// hc, D, norm_eps set.
+cudaError_t launch_collapse(Args a, cudaStream_t stream) {
+  if (a.T > int64_t{0x7FFFFFFF}) return cudaErrorInvalidValue;
+  a.flat = a.hc * a.D;
+  const auto kernel = a.hc <= 4 ? hc_collapse_kernel<4> : hc_collapse_kernel<kHcMaxStreams>;
+  return detail::launch_kernel(kernel, static_cast<unsigned>(a.T), kThreads, 0, stream, a);
+}
 
-// a: inputs, outputs and sizes set (y null unless the expand is folded in; kMixes: y null).
-cudaError_t launch_site(Args a, Parts parts, void* workspace, size_t workspace_bytes,
-                        cudaStream_t stream) {
+bool tiled(int64_t T, int mix) { return T >= kTileMinTokens && mix <= kTileRows; }
+
+// The mixes kernel's grid fits and (split grid) the workspace holds its partials.
+bool mixes_fit(int64_t T, int hc, int64_t D, size_t workspace_bytes) {
+  const int mix = (2 + hc) * hc;
+  if (tiled(T, mix)) return (T + kTileTokens - 1) / kTileTokens <= int64_t{0x7FFFFFFF};
+  const int64_t S = splits_for(T, mix, hc * D);
+  return T <= int64_t{0x7FFFFFFF} / (mix * S) && workspace_bytes >= bytes_for(T, mix, S);
+}
+
+// The mixes kernel on a.H: fn, base, scale, pre, post, comb, sizes set.
+cudaError_t launch_mixes(Args a, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   const int64_t T = a.T;
   const int mix = (2 + a.hc) * a.hc;
   const int64_t flat = a.hc * a.D, S = splits_for(T, mix, flat);
   a.flat = flat, a.mix = mix;
-  a.collapse_blocks = parts == Parts::kMixes ? 0 : T;
-  if (parts == Parts::kCollapse) {  // any T: collapse_norm folds the expand itself
-    if (T > int64_t{0x7FFFFFFF}) return cudaErrorInvalidValue;
-    a.S = 1, a.chunk = flat;
-    return detail::launch_kernel(hc_site_kernel, static_cast<unsigned>(T), kThreads, 0, stream, a);
-  }
-  if (T >= kTileMinTokens && mix <= kTileRows) {
-    if (a.y != nullptr) {  // prefill: the expand as its own launch, then the tiled site on H_new
-      const cudaError_t e =
-          hc_expand(a.y, a.H_old, a.post_prev, a.comb_prev, a.H_new, T, a.hc, a.D, stream);
-      if (e != cudaSuccess) return e;
-      a.y = nullptr;
-    }
-    a.S = 1, a.chunk = flat;
+  if (!mixes_fit(T, a.hc, a.D, workspace_bytes)) return cudaErrorInvalidValue;
+  if (tiled(T, mix)) {
     const int64_t tiles = (T + kTileTokens - 1) / kTileTokens;
-    if (a.collapse_blocks + tiles > int64_t{0x7FFFFFFF}) return cudaErrorInvalidValue;
-    return detail::launch_kernel(hc_site_tiled_kernel,
-                                 static_cast<unsigned>(a.collapse_blocks + tiles), kThreads, 0,
+    return detail::launch_kernel(hc_site_tiled_kernel, static_cast<unsigned>(tiles), kThreads, 0,
                                  stream, a);
   }
-  if (T > (int64_t{0x7FFFFFFF} - T) / (mix * S) || workspace_bytes < bytes_for(T, mix, S))
-    return cudaErrorInvalidValue;
   auto* ws = static_cast<uint8_t*>(workspace);
   a.counters = reinterpret_cast<uint32_t*>(ws);
   a.dot_part = reinterpret_cast<double*>(ws + align256(static_cast<size_t>(T) * 4));
   a.ss_part = a.dot_part + T * mix * S;
   a.S = S, a.chunk = (flat + S - 1) / S;
-  return detail::launch_kernel(hc_site_kernel,
-                               static_cast<unsigned>(a.collapse_blocks + T * mix * S), kThreads, 0,
+  return detail::launch_kernel(hc_site_kernel, static_cast<unsigned>(T * mix * S), kThreads, 0,
                                stream, a);
+}
+
+// Both kernels on one stream (hc_site, hc_expand_site); a.y set folds the expand.
+cudaError_t launch_site(Args a, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  if (a.T > int64_t{0x7FFFFFFF} || !mixes_fit(a.T, a.hc, a.D, workspace_bytes))
+    return cudaErrorInvalidValue;  // before anything is queued
+  if (const cudaError_t e = launch_collapse(a, stream); e != cudaSuccess) return e;
+  a.y = nullptr;  // the mixes read the H the collapse wrote
+  return launch_mixes(a, workspace, workspace_bytes, stream);
 }
 
 Args site_args(const float* H, const float* fn, const float* base, const float* scale,
@@ -377,7 +386,7 @@ cudaError_t hc_site(const float* H, const float* fn, const float* base, const fl
   if (T == 0) return cudaSuccess;
   return launch_site(site_args(H, fn, base, scale, pre_prev, norm_w, pre, post, comb, xn, T, hc, D,
                                sinkhorn_iters, hc_eps, norm_eps),
-                     Parts::kBoth, workspace, workspace_bytes, stream);
+                     workspace, workspace_bytes, stream);
 }
 
 cudaError_t hc_expand_site(const HcExpandIn& e, float* H_new, const float* fn, const float* base,
@@ -390,12 +399,11 @@ cudaError_t hc_expand_site(const HcExpandIn& e, float* H_new, const float* fn, c
       !site_args_ok(fn, base, scale, pre_prev, pre, post, comb, xn, T, hc, D, sinkhorn_iters,
                     workspace))
     return cudaErrorInvalidValue;
-  if (T > (int64_t{0x7FFFFFFF} * 256) / D) return cudaErrorInvalidValue;  // hc_expand's grid
   if (T == 0) return cudaSuccess;
   Args a = site_args(H_new, fn, base, scale, pre_prev, norm_w, pre, post, comb, xn, T, hc, D,
                      sinkhorn_iters, hc_eps, norm_eps);
   a.y = e.y, a.H_old = e.H_old, a.post_prev = e.post, a.comb_prev = e.comb, a.H_new = H_new;
-  return launch_site(a, Parts::kBoth, workspace, workspace_bytes, stream);
+  return launch_site(a, workspace, workspace_bytes, stream);
 }
 
 cudaError_t hc_site_collapse(const HcExpandIn* e, float* H, const float* pre_prev,
@@ -409,11 +417,10 @@ cudaError_t hc_site_collapse(const HcExpandIn* e, float* H, const float* pre_pre
     return cudaErrorInvalidValue;
   if (T == 0) return cudaSuccess;
   Args a{};
-  a.H = H, a.pre_prev = pre_prev, a.norm_w = norm_w, a.xn = xn;
+  a.H = H, a.H_new = H, a.pre_prev = pre_prev, a.norm_w = norm_w, a.xn = xn;
   a.T = T, a.D = D, a.hc = hc, a.norm_eps = norm_eps;
   if (e != nullptr) a.y = e->y, a.H_old = e->H_old, a.post_prev = e->post, a.comb_prev = e->comb;
-  a.H_new = H;
-  return launch_site(a, Parts::kCollapse, nullptr, 0, stream);
+  return launch_collapse(a, stream);
 }
 
 cudaError_t hc_site_mixes(const float* H, const float* fn, const float* base, const float* scale,
@@ -424,9 +431,9 @@ cudaError_t hc_site_mixes(const float* H, const float* fn, const float* base, co
       !mixes_args_ok(fn, base, scale, pre, post, comb, T, hc, D, sinkhorn_iters, workspace))
     return cudaErrorInvalidValue;
   if (T == 0) return cudaSuccess;
-  return launch_site(site_args(H, fn, base, scale, nullptr, nullptr, pre, post, comb, nullptr, T,
-                               hc, D, sinkhorn_iters, hc_eps, norm_eps),
-                     Parts::kMixes, workspace, workspace_bytes, stream);
+  return launch_mixes(site_args(H, fn, base, scale, nullptr, nullptr, pre, post, comb, nullptr, T,
+                                hc, D, sinkhorn_iters, hc_eps, norm_eps),
+                      workspace, workspace_bytes, stream);
 }
 
 }  // namespace dsv41::kernels

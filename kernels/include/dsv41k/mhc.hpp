@@ -30,8 +30,8 @@ cudaError_t hc_mixes(const float* H, const float* fn, const float* base, const f
                      float* pre, float* post, float* comb, int64_t T, int hc, int64_t D,
                      int sinkhorn_iters, float hc_eps, float norm_eps, cudaStream_t stream);
 
-// One site before its sublayer, fused into one launch (the forward pass's form of hc_mixes +
-// hc_collapse + rms_norm, same op sequences):
+// One site before its sublayer (the forward pass's form of hc_mixes + hc_collapse + rms_norm, same
+// op sequences): hc_site_collapse then hc_site_mixes (below) on one stream.
 //   pre, post, comb  = hc_mixes(H, fn, base, scale)                    (this site's mixes)
 //   xn [T, D]        = rms_norm(Σ_j pre_prev[t, j] · H[t, j, :], eps) · norm_w   (norm_w may be
 //   null)
@@ -47,11 +47,10 @@ cudaError_t hc_site(const float* H, const float* fn, const float* base, const fl
                     cudaStream_t stream);
 
 // hc_expand(e.y, e.H_old, e.post, e.comb) into H_new, then hc_site on H_new, with the results of
-// those two calls bit for bit. Decode (T < 64): one launch, the site's blocks compute the
-// expanded values where they read them (the same op sequence) and its collapse blocks write
-// H_new, saving hc_expand's launch per site; prefill: the two launches. H_new must not alias
-// e.H_old; otherwise hc_site's conditions. Used for every site that follows an expand with
-// nothing in between (all but those after an Engram block).
+// those two calls bit for bit: the collapse kernel computes the expanded values (hc_expand's op
+// sequence) where it reads them and writes H_new, saving hc_expand's launch per site. H_new must
+// not alias e.H_old; otherwise hc_site's conditions. Used for every site that follows an expand
+// with nothing in between (all but those after an Engram block).
 struct HcExpandIn {
   const float* y = nullptr;      // [T, D] sublayer output
   const float* H_old = nullptr;  // [T, hc, D]
@@ -64,10 +63,10 @@ cudaError_t hc_expand_site(const HcExpandIn& e, float* H_new, const float* fn, c
                            int64_t D, int sinkhorn_iters, float hc_eps, float norm_eps,
                            void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
-// hc_site (or hc_expand_site) as two launches for two streams: the collapse needs only the
+// The two launches of hc_site (or hc_expand_site), for two streams: the collapse needs only the
 // previous site's pre, so the sublayer can start after hc_site_collapse while hc_site_mixes runs
-// beside it (CudaForwardOptions::mhc_overlap). Together they write what the one-launch forms
-// write, bit for bit (the same blocks, split across two grids).
+// beside it (CudaForwardOptions::mhc_overlap). Together they write what hc_site /
+// hc_expand_site write, bit for bit (the same kernels).
 //   hc_site_collapse: xn = rms_norm(collapse(H, pre_prev)) · norm_w; with e non-null H is
 //     written first with hc_expand(e) (H must not alias e->H_old), for any T. No workspace.
 //   hc_site_mixes: pre, post, comb of H; hc_site's workspace rules (one call at a time per
