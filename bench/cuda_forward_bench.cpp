@@ -15,7 +15,7 @@
 // left out. Floor = bytes / 4.8 TB/s.
 // Usage: dsv41_bench_cuda_forward DIR [contexts=0,8192,32768] [rows=1,2,6,16] [repeats=20]
 //                                 [chunk=2048] [capture=ROWS] [x=fp32|bf16x2|bf16] [gemv=cuda-core]
-//                                 [pdl=0] [mhc=serial]
+//                                 [pdl=0] [streams=1]
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
@@ -174,14 +174,15 @@ int run(int argc, char** argv) {
         stderr,
         "usage: dsv41_bench_cuda_forward DIR [contexts=0,8192,32768] [rows=1,2,6,16] "
         "[repeats=20] [chunk=2048] [capture=ROWS] [x=fp32|bf16x2|bf16] [gemv=cuda-core] [pdl=0]\n"
-        "  [mhc=serial]\n"
+        "  [streams=1]\n"
         "  capture=ROWS: after the tables, one host-driven step of ROWS rows between\n"
         "  cudaProfilerStart/Stop (ncu --profile-from-start off: per-kernel times)\n"
         "  x=MODE: prefill GEMM input (CudaForwardOptions::prefill_x; default fp32)\n"
         "  gemv=cuda-core: GEMVs of <= 16 rows (FP8, routed FP4) on the CUDA cores, not "
         "mma.sync\n"
         "  pdl=0: plain stream order instead of programmatic dependent launch\n"
-        "  mhc=serial: each mHC site in one launch before its sublayer, not its mixes beside it\n");
+        "  streams=1: everything on the step's stream (CudaForwardOptions::side_streams off: no\n"
+        "  mHC mixes beside the sublayer, no shared expert beside the routed experts)\n");
     return 2;
   }
   const std::string dir = argv[1];
@@ -192,7 +193,7 @@ int run(int argc, char** argv) {
   int64_t capture_rows = 0;
   dsv41::kernels::GemmX prefill_x = dsv41::kernels::GemmX::kFp32;
   bool gemv_tc = true;
-  bool mhc_overlap = true;
+  bool side_streams = true;
   for (int i = 6; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("capture=", 0) == 0) {
@@ -201,8 +202,8 @@ int run(int argc, char** argv) {
       dsv41::kernels::set_programmatic_launch(false);
     } else if (a == "gemv=cuda-core") {
       gemv_tc = false;
-    } else if (a == "mhc=serial") {
-      mhc_overlap = false;
+    } else if (a == "streams=1") {
+      side_streams = false;
     } else if (a == "x=fp32" || a == "x=bf16x2" || a == "x=bf16") {
       prefill_x = a == "x=fp32"     ? dsv41::kernels::GemmX::kFp32
                   : a == "x=bf16x2" ? dsv41::kernels::GemmX::kBf16x2
@@ -227,7 +228,7 @@ int run(int argc, char** argv) {
   opts.max_chunk = static_cast<int>(std::max({chunk, max_rows, capture_rows}));
   opts.prefill_x = prefill_x;
   opts.gemv_tc = gemv_tc;
-  opts.mhc_overlap = mhc_overlap;
+  opts.side_streams = side_streams;
   opts.max_context =  // the first context also runs a profiled prefill chunk; capture 2 steps
       *std::max_element(contexts.begin(), contexts.end()) + 2 * chunk +
       (repeats + 4) * max_rows * 2 + 2 * capture_rows;

@@ -205,21 +205,22 @@ TEST_CASE("cuda forward: tiny40 logits vs the CPU backend", "[kernel][model]") {
   }
 }
 
-// CudaForwardOptions::mhc_overlap runs each mHC site as hc_site_collapse + hc_site_mixes on a
-// side stream: the same kernels' blocks in two grids, so the logits must be the same bits as the
-// one-launch sites, for an 80-token prefill (the tiled mixes at T >= 64), decode steps, and a
-// decode step captured into a CUDA graph (the fork and join become graph edges).
-TEST_CASE("cuda forward: mHC mixes beside the sublayer change no bits", "[kernel][model]") {
+// CudaForwardOptions::side_streams runs each mHC site's mixes (hc_site_mixes) and each shared
+// expert on side streams: the same kernels on the same inputs, so the logits must be the same bits
+// as with everything on one stream, for an 80-token prefill (the tiled mixes at T >= 64; the
+// shared expert's GEMMs beside the routed ones), decode steps, and a decode step captured into a
+// CUDA graph (the forks and joins become graph edges).
+TEST_CASE("cuda forward: side streams change no bits", "[kernel][model]") {
   if (skip_without_gpu()) return;
   std::unique_ptr<Transformer> cpu = Transformer::load(fixture("golden/tiny8"), 0);
   const int64_t V = cpu->config().text.vocab_size;
   cuda::CudaForwardOptions opts;
   opts.max_chunk = 96;
   opts.max_context = 1024;
-  opts.mhc_overlap = false;
-  std::unique_ptr<cuda::CudaTransformer> serial = cuda::CudaTransformer::upload(*cpu, opts);
-  opts.mhc_overlap = true;
-  std::unique_ptr<cuda::CudaTransformer> overlap = cuda::CudaTransformer::upload(*cpu, opts);
+  opts.side_streams = false;
+  std::unique_ptr<cuda::CudaTransformer> single = cuda::CudaTransformer::upload(*cpu, opts);
+  opts.side_streams = true;
+  std::unique_ptr<cuda::CudaTransformer> sides = cuda::CudaTransformer::upload(*cpu, opts);
   std::vector<int32_t> ids(90);
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 37 + 11) % V);
   const auto same = [&](const std::string& what, const std::vector<float>& got,
@@ -233,32 +234,33 @@ TEST_CASE("cuda forward: mHC mixes beside the sublayer change no bits", "[kernel
               << (bad ? want[first] : 0.f));
     CHECK(bad == 0);
   };
-  std::vector<int64_t> plan{80};
-  plan.resize(10, 1);  // 80-token prefill, then 9 decode steps
-  same("80 + 9 x 1 tokens, overlap vs serial", run_cuda(*overlap, ids, plan),
-       run_cuda(*serial, ids, plan));
+  // An 80-token prefill, 4 decode steps and a 6-row verify step (tensor-core GEMVs: the shared
+  // expert's x split in its own scratch while the routed experts use theirs).
+  const std::vector<int64_t> plan{80, 1, 1, 1, 1, 6};
+  same("80 + 4 x 1 + 6 tokens, side streams vs one stream", run_cuda(*sides, ids, plan),
+       run_cuda(*single, ids, plan));
 
-  // One more decode step, the overlapped one captured into a graph and replayed.
-  cuda::DeviceSequence a = overlap->new_sequence(), b = serial->new_sequence();
+  // A decode step after the prefill, the side-stream one captured into a graph and replayed.
+  cuda::DeviceSequence a = sides->new_sequence(), b = single->new_sequence();
   const std::span<const int32_t> prompt(ids.data(), 80), next(ids.data() + 80, 1);
-  (void)overlap->forward(a, prompt);
-  (void)serial->forward(b, prompt);
-  const std::vector<float> want = serial->forward(b, next);
-  cudaStream_t s = overlap->stream();
+  (void)sides->forward(a, prompt);
+  (void)single->forward(b, prompt);
+  const std::vector<float> want = single->forward(b, next);
+  cudaStream_t s = sides->stream();
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   DSV41_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  overlap->enqueue(a, next);
+  sides->enqueue(a, next);
   DSV41_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
   DSV41_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   DSV41_CUDA_CHECK(cudaGraphLaunch(exec, s));
   DSV41_CUDA_CHECK(cudaStreamSynchronize(s));
   std::vector<float> got(static_cast<size_t>(V));
   DSV41_CUDA_CHECK(
-      cudaMemcpy(got.data(), overlap->device_logits(), got.size() * 4, cudaMemcpyDeviceToHost));
+      cudaMemcpy(got.data(), sides->device_logits(), got.size() * 4, cudaMemcpyDeviceToHost));
   DSV41_CUDA_CHECK(cudaGraphExecDestroy(exec));
   DSV41_CUDA_CHECK(cudaGraphDestroy(graph));
-  same("a captured decode step, overlap vs serial", got, want);
+  same("a captured decode step, side streams vs one stream", got, want);
 }
 
 TEST_CASE("cuda forward: bad inputs are rejected naming what is wrong", "[kernel][model]") {

@@ -65,7 +65,7 @@ cudaError_t hc_expand_site(const HcExpandIn& e, float* H_new, const float* fn, c
 
 // The two launches of hc_site (or hc_expand_site), for two streams: the collapse needs only the
 // previous site's pre, so the sublayer can start after hc_site_collapse while hc_site_mixes runs
-// beside it (CudaForwardOptions::mhc_overlap). Together they write what hc_site /
+// beside it (CudaForwardOptions::side_streams). Together they write what hc_site /
 // hc_expand_site write, bit for bit (the same kernels).
 //   hc_site_collapse: xn = rms_norm(collapse(H, pre_prev)) · norm_w; with e non-null H is
 //     written first with hc_expand(e) (H must not alias e->H_old), for any T. No workspace.

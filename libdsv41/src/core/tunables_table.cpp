@@ -16,10 +16,6 @@ constexpr TunableSpec kSpecs[] = {
     {"DSV41_CUDA_MAX_CONTEXT", TunableType::kInt, "65536",
      "CUDA backend: longest sequence (sizes the score workspace; caps "
      "ModelInfo.max_position_embeddings)"},
-    {"DSV41_CUDA_MHC_OVERLAP", TunableType::kBool, "true",
-     "CUDA backend: each mHC site's mixes (projection, Sinkhorn) run on a second stream beside "
-     "its sublayer, only the collapse and norm stay in front of it; false = one launch per site "
-     "on the step's stream (the A/B switch; results are identical)"},
     {"DSV41_CUDA_PDL", TunableType::kBool, "true",
      "CUDA backend: programmatic dependent launch (sm_90+): each kernel of a step starts while "
      "the previous one finishes and streams its weights before waiting for its input; false = "
@@ -29,6 +25,11 @@ constexpr TunableSpec kSpecs[] = {
      "of more than 16 rows (prefill): fp32 (three bf16 parts, rounds like the fp32 reference), "
      "bf16x2 (two parts, 16 bits) or bf16 (one part, as bf16 inference engines do; a third of "
      "the tensor work). Router, indexer, compressor and head inputs stay fp32"},
+    {"DSV41_CUDA_SIDE_STREAMS", TunableType::kBool, "true",
+     "CUDA backend: independent work of a step runs on second streams: each mHC site's mixes "
+     "(projection, Sinkhorn) beside its sublayer, each shared expert beside the router and the "
+     "routed experts; false = everything on the step's stream (the A/B switch; results are "
+     "identical)"},
     {"DSV41_CUDA_VISION", TunableType::kBool, "true",
      "CUDA backend: run the vision tower on the GPU too (~0.9 GB of device memory at the released "
      "dims; a 1024-token image in ~0.6 s on an H100); false keeps the CPU reference tower "

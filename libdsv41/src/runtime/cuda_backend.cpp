@@ -115,7 +115,7 @@ std::unique_ptr<ForwardBackend> make_cuda_backend(const Transformer& t,
   o.prefill_x = static_cast<kernels::GemmX>(opts.prefill_x_parts);
   o.max_context = std::min(opts.max_context, t.config().text.max_position_embeddings);
   o.data_comm = opts.data_comm;
-  o.mhc_overlap = opts.mhc_overlap;
+  o.side_streams = opts.side_streams;
   return std::make_unique<CudaBackend>(cuda::CudaTransformer::upload(t, o),
                                        t.config().text.vocab_size);
 }

@@ -94,7 +94,7 @@ struct CudaBackendOptions {
   int64_t max_context = 65536;  // longest sequence (DSV41_CUDA_MAX_CONTEXT)
   int prefill_x_parts = 3;      // bf16 parts of GEMM inputs at prefill, 1..3 (DSV41_CUDA_PREFILL_X)
   bool programmatic_launch = true;  // dependent launch of the kernels (DSV41_CUDA_PDL)
-  bool mhc_overlap = true;          // mHC mixes beside the sublayer (DSV41_CUDA_MHC_OVERLAP)
+  bool side_streams = true;         // independent work on second streams (DSV41_CUDA_SIDE_STREAMS)
   // TP ranks: the collective of the forward's all-reduces and logits gather when it is not the
   // Transformer's own link (DSV41_TP_NCCL: TpNccl on device buffers); must outlive the backend.
   parallel::TpComm* data_comm = nullptr;

@@ -176,7 +176,7 @@ Result<Model> Model::load(const ModelParams& params) {
                   "DSV41_CUDA_PREFILL_X = \"{}\" must be \"fp32\", \"bf16x2\" or \"bf16\"",
                   prefill_x);
       o.programmatic_launch = tun.get_bool("DSV41_CUDA_PDL");
-      o.mhc_overlap = tun.get_bool("DSV41_CUDA_MHC_OVERLAP");
+      o.side_streams = tun.get_bool("DSV41_CUDA_SIDE_STREAMS");
       o.max_chunk = static_cast<int>(chunk);
       o.max_context = context;
       o.data_comm = impl->data_comm.get();

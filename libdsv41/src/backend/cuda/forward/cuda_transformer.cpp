@@ -17,6 +17,7 @@
 #include "backend/cuda/forward/launch_check.hpp"
 #include "backend/cuda/forward/mhc_sites.hpp"
 #include "backend/cuda/forward/step_profile.hpp"
+#include "backend/cuda/side_stream.hpp"
 #include "core/check.hpp"
 #include "dsv41k/engram.hpp"
 #include "dsv41k/launchers.hpp"
@@ -87,6 +88,12 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
   m->embed_.upload(w.embed.data, w.embed.nbytes());
   if (opts.gemv_tc)
     m->gemv_scratch_ = DeviceBuffer(kernels::fp8_gemv_tc_workspace_bytes(kGemvScratchCols));
+  if (opts.side_streams) {
+    m->shared_lane_ = std::make_unique<SideStream>();
+    if (opts.gemv_tc)  // the shared expert's x split, written while the routed experts use theirs
+      m->shared_scratch_ = DeviceBuffer(kernels::fp8_gemv_tc_workspace_bytes(
+          std::max<int64_t>(t.hidden_size, t.moe_intermediate_size * t.n_shared_experts)));
+  }
   m->norm_ = upload_f32(w.norm);
   m->head_ = std::make_unique<DeviceLinear>(DeviceLinear::upload(w.head, "head.weight"));
   const MoeShape moe = moe_shape(t, t.n_routed_experts, t.num_experts_per_tok);
@@ -114,6 +121,9 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
       d->ffn.set_gemv_scratch(m->gemv_scratch_.data(), m->gemv_scratch_.bytes());
       if (d->engram) d->engram->set_gemv_scratch(m->gemv_scratch_.data(), m->gemv_scratch_.bytes());
     }
+    if (m->shared_lane_)
+      d->ffn.set_shared_lane(m->shared_lane_.get(), m->shared_scratch_.data(),
+                             m->shared_scratch_.bytes());
     d->attn.set_prefill_x(opts.prefill_x);
     d->ffn.set_prefill_x(opts.prefill_x);
     if (d->engram) d->engram->set_prefill_x(opts.prefill_x);
@@ -130,7 +140,7 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
   m->mhc_sites_ = std::make_unique<MhcSites>(
       MhcShape{t.hc_mult, t.hidden_size, t.hc_sinkhorn_iters, static_cast<float>(t.hc_eps),
                static_cast<float>(t.rms_norm_eps)},
-      opts.mhc_overlap, m->ws_->hc_site_ws.data(), m->ws_->hc_site_ws.bytes());
+      opts.side_streams, m->ws_->hc_site_ws.data(), m->ws_->hc_site_ws.bytes());
   const size_t C = static_cast<size_t>(opts.max_chunk);
   if (plan.sharded()) {
     const int64_t Vp = plan.vocab_per_rank;
@@ -153,8 +163,8 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   m->report_.weight_bytes = weight_bytes;
-  m->report_.workspace_bytes =
-      m->ws_->device_bytes() + m->gemv_scratch_.bytes() + m->head_local_.bytes();
+  m->report_.workspace_bytes = m->ws_->device_bytes() + m->gemv_scratch_.bytes() +
+                               m->shared_scratch_.bytes() + m->head_local_.bytes();
   m->report_.device_used_bytes = total_b - free_b;
   m->report_.host_peak_rss_bytes = static_cast<uint64_t>(ru.ru_maxrss) * 1024;
   m->report_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

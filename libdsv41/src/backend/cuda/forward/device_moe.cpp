@@ -33,6 +33,13 @@ void DeviceMoe::set_gemv_scratch(void* p, size_t bytes) {
     lin->set_gemv_scratch(p, bytes);
 }
 
+void DeviceMoe::set_shared_lane(SideStream* lane, void* scratch, size_t bytes) {
+  shared_lane_ = lane;
+  if (lane != nullptr)
+    for (DeviceLinear* lin : {&shared_w1_, &shared_w2_, &shared_w3_, &shared_w13_})
+      lin->set_gemv_scratch(scratch, bytes);
+}
+
 DeviceMoe DeviceMoe::upload(const MoeWeights& w, const MoeShape& s, int layer,
                             const exl3::ExpertBank* bank) {
   DeviceMoe d;
@@ -142,6 +149,32 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   float* ys = ws.ys.as<float>();
   float* g = ws.g.as<float>();
   float* gu = g + ws.slots * inter_;  // the up rows: y_row_shift = slots in their descriptors
+  // Shared expert, weight 1: only xn in common with the routed path, so on the lane it runs
+  // beside the router chain (latency-bound: ~40 us per layer at decode) and the routed experts.
+  cudaStream_t ss = s;
+  if (shared_lane_ != nullptr) {
+    shared_lane_->fork(s);
+    ss = shared_lane_->get();
+  }
+  float* sg = ws.shared_g.as<float>();
+  float* su = ws.shared_u.as<float>();
+  float* sy = ws.shared_y.as<float>();
+  const int64_t I = shared_inter_;
+  if (shared_stacked_ && T == 1) {  // one launch: sg = [g | u] of the token
+    shared_w13_.gemv(xn, 1, sg, ss);
+    su = sg + I;
+  } else if (shared_stacked_) {
+    shared_w13_.gemv_rows(xn, T, 0, I, sg, ss);
+    shared_w13_.gemv_rows(xn, T, I, 2 * I, su, ss);
+  } else {
+    shared_w1_.gemv(xn, T, sg, ss);
+    shared_w3_.gemv(xn, T, su, ss);
+  }
+  check_launch(
+      kernels::moe_swiglu(sg, su, nullptr, nullptr, T, shared_inter_, shape_.swiglu_limit, ss), l,
+      "shared expert SwiGLU");
+  shared_w2_.gemv(sg, T, sy, ss);
+  if (shared_lane_ != nullptr) shared_lane_->done();
   gate_.gemv(xn, T, logits, s);
   check_launch(kernels::moe_route(logits, bias_.as<float>(), bias_vl_.as<float>(), flags, ids, rw,
                                   nullptr, T, E, k, shape_.gate_temp, shape_.norm_topk_prob,
@@ -237,26 +270,8 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   if (has_fp4_) grouped(dd, n_desc, g, ys, D, inter_, "grouped expert w2");
   if (has_x) grouped_x(xd, n_desc, g, inter_, ys, D, Ip, Dp, "grouped EXL3 expert w2");
   profile_mark(prof, "moe routed experts", s);
-  // Shared expert, weight 1.
-  float* sg = ws.shared_g.as<float>();
-  float* su = ws.shared_u.as<float>();
-  float* sy = ws.shared_y.as<float>();
-  const int64_t I = shared_inter_;
-  if (shared_stacked_ && T == 1) {  // one launch: sg = [g | u] of the token
-    shared_w13_.gemv(xn, 1, sg, s);
-    su = sg + I;
-  } else if (shared_stacked_) {
-    shared_w13_.gemv_rows(xn, T, 0, I, sg, s);
-    shared_w13_.gemv_rows(xn, T, I, 2 * I, su, s);
-  } else {
-    shared_w1_.gemv(xn, T, sg, s);
-    shared_w3_.gemv(xn, T, su, s);
-  }
-  check_launch(
-      kernels::moe_swiglu(sg, su, nullptr, nullptr, T, shared_inter_, shape_.swiglu_limit, s), l,
-      "shared expert SwiGLU");
-  shared_w2_.gemv(sg, T, sy, s);
-  profile_mark(prof, "moe shared expert", s);
+  if (shared_lane_ != nullptr) shared_lane_->join(s);
+  profile_mark(prof, "moe shared expert", s);  // on the lane: the wait for it
   check_launch(kernels::moe_combine(ys, ids, inv, sy, y, T, k, D, s), l, "moe_combine");
 }
 

@@ -1,7 +1,8 @@
 // One MoE sublayer on the GPU (spec model-architecture.md §4), the device twin of
 // dsv41::moe_forward with the checkpoint's routed experts: dense gate GEMV, moe_route,
 // moe_permute, moe_gather, grouped GEMVs (gate, up), SwiGLU with the route weight, grouped down
-// GEMV, the FP8 shared expert, moe_combine (data flow in kernels/include/dsv41k/moe.hpp). Routed
+// GEMV, the FP8 shared expert (optionally on a side stream), moe_combine (data flow in
+// kernels/include/dsv41k/moe.hpp). Routed
 // experts are release FP4 (moe_grouped_fp4_gemv/gemm) or, on a Spark checkpoint, EXL3 from the
 // banks (moe_grouped_exl3_gemv); one layer may mix both (keep_native experts), each format's
 // descriptor table null where the other computes. No host sync: bucket sizes stay on the device.
@@ -17,6 +18,7 @@
 #include "backend/cuda/forward/device_linear.hpp"
 #include "backend/cuda/forward/forward_workspace.hpp"
 #include "backend/cuda/forward/step_profile.hpp"
+#include "backend/cuda/side_stream.hpp"
 #include "model/moe.hpp"
 
 namespace dsv41::cuda {
@@ -48,6 +50,10 @@ class DeviceMoe {
   // DeviceLinear::set_gemv_scratch on the gate and the shared expert, and the routed FP4
   // experts' tensor-core GEMV (steps of <= 16 rows) through the same scratch.
   void set_gemv_scratch(void* p, size_t bytes);
+  // The shared expert on `lane` (forked when forward() starts, joined before moe_combine), beside
+  // the router chain and the routed experts, which share nothing with it but xn; its tensor-core
+  // GEMVs then take `scratch` (not the routed experts' one). Null lane: all on the step's stream.
+  void set_shared_lane(SideStream* lane, void* scratch, size_t bytes);
 
  private:
   int layer_ = -1;
@@ -67,6 +73,7 @@ class DeviceMoe {
   // shared_w13_ = [w1; w3] when DeviceLinear::stackable (then shared_w1_/_w3_ stay empty).
   DeviceLinear shared_w1_, shared_w2_, shared_w3_, shared_w13_;
   bool shared_stacked_ = false;
+  SideStream* shared_lane_ = nullptr;
 };
 
 }  // namespace dsv41::cuda
