@@ -6,8 +6,11 @@
 
 namespace dsv41::cuda {
 
-CudaStream::CudaStream() {
-  DSV41_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+CudaStream::CudaStream(bool high_priority) {
+  int least = 0, greatest = 0;
+  if (high_priority) DSV41_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  DSV41_CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking,
+                                                high_priority ? greatest : least));
 }
 
 CudaStream::~CudaStream() {

@@ -7,8 +7,10 @@ namespace dsv41::cuda {
 
 class CudaStream {
  public:
-  // Creates a stream with cudaStreamNonBlocking; throws Failure on a CUDA error.
-  CudaStream();
+  // Creates a stream with cudaStreamNonBlocking; throws Failure on a CUDA error. high_priority:
+  // the device's greatest stream priority, so its blocks are scheduled before those of default
+  // streams (the forward pass's step stream, beside its SideStream lanes).
+  explicit CudaStream(bool high_priority = false);
   ~CudaStream();
   CudaStream(CudaStream&& other) noexcept;
   CudaStream& operator=(CudaStream&& other) noexcept;

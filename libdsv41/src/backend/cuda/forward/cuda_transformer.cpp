@@ -80,7 +80,8 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
   std::unique_ptr<CudaTransformer> m(new CudaTransformer());
   m->cpu_ = &cpu;
   m->opts_ = opts;
-  m->stream_ = std::make_unique<CudaStream>();
+  // With side streams the step's stream is the critical path: its blocks go first.
+  m->stream_ = std::make_unique<CudaStream>(opts.side_streams);
   const ModelWeights& w = cpu.weights();
   DSV41_CHECK(w.embed.dtype() == DType::kBF16, kUnsupported,
               "embed.weight is {}, the CUDA embedding reads BF16", dtype_name(w.embed.dtype()));
