@@ -121,6 +121,30 @@ cudaError_t moe_expert_tile_sets(const int32_t* counts, const int32_t* offsets, 
                                  const MoeTileSet* sets, int n_sets, int tile_rows,
                                  int64_t capacity, cudaStream_t stream);
 
+// moe_route, moe_permute and moe_expert_tile_sets of a decode or verify step in one launch (one
+// block, a thread per local expert): the same outputs bit for bit (the same device code), with
+// two launch boundaries fewer per layer on the step's critical path (each was a few us of pure
+// latency at decode). The router's biased_scores output is not produced. Needs
+// 1 <= T <= kMoeDispatchMaxTokens, expert_end - expert_begin <= kMoeDispatchMaxLocalExperts and
+// the three launchers' other conditions (route as moe_route's arguments, slot_weight non-null).
+inline constexpr int64_t kMoeDispatchMaxTokens = 16;
+inline constexpr int kMoeDispatchMaxLocalExperts = 512;
+struct MoeRouteArgs {
+  const float* logits = nullptr;  // [T, E]
+  const float* bias = nullptr;    // [E]
+  const float* bias_vl = nullptr;
+  const uint8_t* image_flags = nullptr;
+  int E = 0, k = 0;
+  float gate_temp = 1.0f;
+  bool norm_topk_prob = true;
+  float routed_scaling_factor = 1.0f;
+};
+cudaError_t moe_route_dispatch(const MoeRouteArgs& route, int64_t T, int32_t* ids, float* weights,
+                               int expert_begin, int expert_end, int32_t* counts, int32_t* offsets,
+                               int32_t* slot_token, float* slot_weight, int32_t* inv,
+                               const MoeTileSet* sets, int n_sets, int tile_rows, int64_t capacity,
+                               cudaStream_t stream);
+
 // One EXL3 expert projection in device memory (spec exl3-format.md §1.2; exl3::Exl3Tensor's
 // fields): what the w entries of an EXL3 descriptor table point at. MUL1 codebook.
 struct Exl3MoeMatrix {

@@ -1,0 +1,86 @@
+// moe_route_dispatch: the router (moe/route_warp.cuh), the permutation and the descriptor tables
+// (moe/permute_block.cuh) of a decode or verify step in one block, phases separated by block
+// barriers. At decode these were three launches of ~1 block each per layer, latency only.
+#include <algorithm>
+#include <cmath>
+
+#include "common/launch.cuh"
+#include "dsv41k/moe.hpp"
+#include "moe/permute_block.cuh"
+#include "moe/route_warp.cuh"
+
+namespace dsv41::kernels {
+namespace {
+
+// describe_set needs a thread per local expert; 512 (not kMoeMaxExperts) keeps the register cap at
+// 128 (at 1024 threads the router spilled). Layers with more local experts take the 3 launches.
+constexpr int kThreads = kMoeDispatchMaxLocalExperts;
+// Dynamic shared memory of the router warps (score and biased [E] floats, order [k] ints each),
+// beside the permutation's ~12 KB of static shared memory under the default 48 KB.
+constexpr int64_t kRouteSharedBytes = 32 * 1024;
+
+struct TileSets {
+  MoeTileSet set[kMoeMaxTileSets];
+};
+
+__global__ void __launch_bounds__(kThreads)
+    dispatch_kernel(const detail::RouteParams p, int64_t T, int route_warps, int expert_begin,
+                    int n_local, int32_t* counts, int32_t* offsets, int32_t* slot_token,
+                    float* slot_weight, int32_t* inv, const TileSets sets, int n_sets,
+                    int tile_rows, int64_t capacity) {
+  detail::pdl_begin();
+  extern __shared__ float route_sh[];  // [route_warps][2 E + k]
+  __shared__ detail::PermuteShared psh;
+  __shared__ detail::DescribeShared dsh;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (warp < route_warps) {
+    float* score = route_sh + static_cast<int64_t>(warp) * (2 * p.E + p.k);
+    float* biased = score + p.E;
+    int* order = reinterpret_cast<int*>(biased + p.E);
+    for (int64_t t = warp; t < T; t += route_warps)
+      detail::route_token(p, t, lane, score, biased, order);
+  }
+  __syncthreads();  // ids / weights (global, this block's writes) complete
+  detail::permute_block(p.ids, p.weights, static_cast<int>(T * p.k), p.k, expert_begin, n_local,
+                        counts, offsets, slot_token, slot_weight, inv, psh);
+  for (int i = 0; i < n_sets; ++i)
+    detail::describe_set(counts, offsets, n_local, sets.set[i], tile_rows, capacity, dsh);
+}
+
+}  // namespace
+
+cudaError_t moe_route_dispatch(const MoeRouteArgs& r, int64_t T, int32_t* ids, float* weights,
+                               int expert_begin, int expert_end, int32_t* counts, int32_t* offsets,
+                               int32_t* slot_token, float* slot_weight, int32_t* inv,
+                               const MoeTileSet* sets, int n_sets, int tile_rows, int64_t capacity,
+                               cudaStream_t stream) {
+  const int n_local = expert_end - expert_begin;
+  if (r.logits == nullptr || r.bias == nullptr || (r.image_flags && r.bias_vl == nullptr) ||
+      r.E < 1 || r.E > kMoeMaxExperts || r.k < 1 || r.k > r.E || r.k > kMoeMaxTopK ||
+      !std::isfinite(r.gate_temp) || !(r.gate_temp > 0.0f) || T < 1 ||
+      T > kMoeDispatchMaxTokens || ids == nullptr || weights == nullptr || counts == nullptr ||
+      offsets == nullptr || slot_token == nullptr || slot_weight == nullptr || inv == nullptr ||
+      expert_begin < 0 || expert_end <= expert_begin || n_local > kMoeDispatchMaxLocalExperts ||
+      sets == nullptr || n_sets < 1 || n_sets > kMoeMaxTileSets || tile_rows < 1 || capacity < 1)
+    return cudaErrorInvalidValue;
+  TileSets all{};
+  for (int i = 0; i < n_sets; ++i) {
+    const MoeTileSet& t = sets[i];
+    if (t.w_table == nullptr || t.scale_table == nullptr || t.desc == nullptr || t.y_row_shift < 0)
+      return cudaErrorInvalidValue;
+    all.set[i] = t;
+  }
+  const int64_t per_warp = (2 * int64_t{r.E} + r.k) * 4;
+  const int route_warps =
+      static_cast<int>(std::min<int64_t>({T, kThreads / 32, kRouteSharedBytes / per_warp}));
+  const detail::RouteParams p{r.logits, r.bias, r.bias_vl,  r.image_flags,
+                              ids,      weights, nullptr,   r.E,
+                              r.k,      r.gate_temp, r.norm_topk_prob, r.routed_scaling_factor};
+  const int threads = std::max(32 * route_warps, (n_local + 31) / 32 * 32);
+  return detail::launch_kernel(dispatch_kernel, 1, static_cast<unsigned>(threads),
+                               static_cast<size_t>(route_warps * per_warp), stream, p, T,
+                               route_warps, expert_begin, n_local, counts, offsets, slot_token,
+                               slot_weight, inv, all, n_sets, tile_rows, capacity);
+}
+
+}  // namespace dsv41::kernels
