@@ -35,9 +35,9 @@ cudaError_t moe_route(const float* logits, const float* bias, const float* bias_
       T > 0x7FFFFFFF)
     return cudaErrorInvalidValue;
   if (T == 0) return cudaSuccess;
-  const detail::RouteParams p{logits, bias,    bias_vl,   image_flags,    ids,
-                              weights, biased_scores, E, k, gate_temp, norm_topk_prob,
-                              routed_scaling_factor};
+  const detail::RouteParams p{logits, bias,      bias_vl,        image_flags,
+                              ids,    weights,   biased_scores,  E,
+                              k,      gate_temp, norm_topk_prob, routed_scaling_factor};
   return detail::launch_kernel(route_kernel, static_cast<unsigned>((T + kWarps - 1) / kWarps),
                                kThreads, 0, stream, p, T);
 }

@@ -57,11 +57,11 @@ cudaError_t moe_route_dispatch(const MoeRouteArgs& r, int64_t T, int32_t* ids, f
   const int n_local = expert_end - expert_begin;
   if (r.logits == nullptr || r.bias == nullptr || (r.image_flags && r.bias_vl == nullptr) ||
       r.E < 1 || r.E > kMoeMaxExperts || r.k < 1 || r.k > r.E || r.k > kMoeMaxTopK ||
-      !std::isfinite(r.gate_temp) || !(r.gate_temp > 0.0f) || T < 1 ||
-      T > kMoeDispatchMaxTokens || ids == nullptr || weights == nullptr || counts == nullptr ||
-      offsets == nullptr || slot_token == nullptr || slot_weight == nullptr || inv == nullptr ||
-      expert_begin < 0 || expert_end <= expert_begin || n_local > kMoeDispatchMaxLocalExperts ||
-      sets == nullptr || n_sets < 1 || n_sets > kMoeMaxTileSets || tile_rows < 1 || capacity < 1)
+      !std::isfinite(r.gate_temp) || !(r.gate_temp > 0.0f) || T < 1 || T > kMoeDispatchMaxTokens ||
+      ids == nullptr || weights == nullptr || counts == nullptr || offsets == nullptr ||
+      slot_token == nullptr || slot_weight == nullptr || inv == nullptr || expert_begin < 0 ||
+      expert_end <= expert_begin || n_local > kMoeDispatchMaxLocalExperts || sets == nullptr ||
+      n_sets < 1 || n_sets > kMoeMaxTileSets || tile_rows < 1 || capacity < 1)
     return cudaErrorInvalidValue;
   TileSets all{};
   for (int i = 0; i < n_sets; ++i) {
@@ -73,8 +73,8 @@ cudaError_t moe_route_dispatch(const MoeRouteArgs& r, int64_t T, int32_t* ids, f
   const int64_t per_warp = (2 * int64_t{r.E} + r.k) * 4;
   const int route_warps =
       static_cast<int>(std::min<int64_t>({T, kThreads / 32, kRouteSharedBytes / per_warp}));
-  const detail::RouteParams p{r.logits, r.bias, r.bias_vl,  r.image_flags,
-                              ids,      weights, nullptr,   r.E,
+  const detail::RouteParams p{r.logits, r.bias,      r.bias_vl,        r.image_flags,
+                              ids,      weights,     nullptr,          r.E,
                               r.k,      r.gate_temp, r.norm_topk_prob, r.routed_scaling_factor};
   const int threads = std::max(32 * route_warps, (n_local + 31) / 32 * 32);
   return detail::launch_kernel(dispatch_kernel, 1, static_cast<unsigned>(threads),

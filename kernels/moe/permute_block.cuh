@@ -27,8 +27,8 @@ struct PermuteShared {
 __device__ __forceinline__ void permute_block(const int32_t* ids, const float* weights,
                                               int n_entries, int k, int expert_begin, int n_local,
                                               int32_t* counts, int32_t* offsets,
-                                              int32_t* slot_token, float* slot_weight,
-                                              int32_t* inv, PermuteShared& sh) {
+                                              int32_t* slot_token, float* slot_weight, int32_t* inv,
+                                              PermuteShared& sh) {
   for (int e = threadIdx.x; e < n_local; e += blockDim.x) sh.cnt[e] = 0;
   __syncthreads();
   for (int j = threadIdx.x; j < n_entries; j += blockDim.x) {

@@ -175,17 +175,6 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
       "shared expert SwiGLU");
   shared_w2_.gemv(sg, T, sy, ss);
   if (shared_lane_ != nullptr) shared_lane_->done();
-  gate_.gemv(xn, T, logits, s);
-  check_launch(kernels::moe_route(logits, bias_.as<float>(), bias_vl_.as<float>(), flags, ids, rw,
-                                  nullptr, T, E, k, shape_.gate_temp, shape_.norm_topk_prob,
-                                  shape_.routed_scaling_factor, s),
-               l, "moe_route");
-  check_launch(kernels::moe_permute(ids, rw, T, k, expert_begin_, expert_end_, counts, offsets,
-                                    slot_token, slot_weight, inv, s),
-               l, "moe_permute");
-  profile_mark(prof, "moe gate+route", s);
-  const int32_t* n_slots = offsets + El;
-  check_launch(kernels::moe_gather(xn, slot_token, n_slots, xs, T * k, D, s), l, "moe_gather");
   auto* dgu = ws.desc_gate_up.as<kernels::MoeGemvDesc>();
   auto* dd = ws.desc_down.as<kernels::MoeGemvDesc>();
   auto* xgu = ws.desc_x_gate_up.as<kernels::MoeGemvDesc>();
@@ -203,27 +192,48 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   const auto up_shift = static_cast<int32_t>(ws.slots);
   // Per format: w1 then w3 in one array (one grouped launch for gate and up), w2 apart (it reads
   // g). An EXL3 record table doubles as its own scale table (the builder only copies entries).
-  kernels::MoeTileSet fp4_sets[3] = {{table(w1_table_), table(w1_scales_), 0, dgu},
-                                     {table(w3_table_), table(w3_scales_), up_shift, dgu + cap},
-                                     {table(w2_table_), table(w2_scales_), 0, dd}};
-  using exl3::ExpertProj;
-  const auto xt = [&](ExpertProj p) { return exl3_.table(p); };
-  kernels::MoeTileSet x_sets[3] = {{xt(ExpertProj::kGate), xt(ExpertProj::kGate), 0, xgu},
-                                   {xt(ExpertProj::kUp), xt(ExpertProj::kUp), up_shift, xgu + cap},
-                                   {xt(ExpertProj::kDown), xt(ExpertProj::kDown), 0, xd}};
+  // Both formats' tables are written by one launch.
   const bool has_x = !exl3_.empty();
-  if (has_fp4_ && has_x) {  // both formats' tables in one launch
-    const kernels::MoeTileSet all[6] = {fp4_sets[0], fp4_sets[1], fp4_sets[2],
-                                        x_sets[0],   x_sets[1],   x_sets[2]};
-    check_launch(kernels::moe_expert_tile_sets(counts, offsets, El, all, 6, tile, cap, s), l,
-                 "moe_expert_tile_sets");
+  kernels::MoeTileSet sets[6];
+  int n_sets = 0;
+  if (has_fp4_) {
+    sets[n_sets++] = {table(w1_table_), table(w1_scales_), 0, dgu};
+    sets[n_sets++] = {table(w3_table_), table(w3_scales_), up_shift, dgu + cap};
+    sets[n_sets++] = {table(w2_table_), table(w2_scales_), 0, dd};
+  }
+  if (has_x) {
+    using exl3::ExpertProj;
+    const auto xt = [&](ExpertProj p) { return exl3_.table(p); };
+    sets[n_sets++] = {xt(ExpertProj::kGate), xt(ExpertProj::kGate), 0, xgu};
+    sets[n_sets++] = {xt(ExpertProj::kUp), xt(ExpertProj::kUp), up_shift, xgu + cap};
+    sets[n_sets++] = {xt(ExpertProj::kDown), xt(ExpertProj::kDown), 0, xd};
+  }
+  gate_.gemv(xn, T, logits, s);
+  const int32_t* n_slots = offsets + El;
+  if (T <= kernels::kMoeDispatchMaxTokens && El <= kernels::kMoeDispatchMaxLocalExperts) {
+    // Decode and verify steps: route, permutation and descriptors in one launch (the same bytes
+    // as the three below; two launch boundaries fewer on the critical path per layer).
+    const kernels::MoeRouteArgs r{
+        logits,           bias_.as<float>(),     bias_vl_.as<float>(),        flags, E, k,
+        shape_.gate_temp, shape_.norm_topk_prob, shape_.routed_scaling_factor};
+    check_launch(
+        kernels::moe_route_dispatch(r, T, ids, rw, expert_begin_, expert_end_, counts, offsets,
+                                    slot_token, slot_weight, inv, sets, n_sets, tile, cap, s),
+        l, "moe_route_dispatch");
+    profile_mark(prof, "moe gate+route", s);
+    check_launch(kernels::moe_gather(xn, slot_token, n_slots, xs, T * k, D, s), l, "moe_gather");
   } else {
-    if (has_fp4_)
-      check_launch(kernels::moe_expert_tile_sets(counts, offsets, El, fp4_sets, 3, tile, cap, s), l,
-                   "moe_expert_tile_sets (FP4)");
-    if (has_x)
-      check_launch(kernels::moe_expert_tile_sets(counts, offsets, El, x_sets, 3, tile, cap, s), l,
-                   "moe_expert_tile_sets (EXL3)");
+    check_launch(kernels::moe_route(logits, bias_.as<float>(), bias_vl_.as<float>(), flags, ids, rw,
+                                    nullptr, T, E, k, shape_.gate_temp, shape_.norm_topk_prob,
+                                    shape_.routed_scaling_factor, s),
+                 l, "moe_route");
+    check_launch(kernels::moe_permute(ids, rw, T, k, expert_begin_, expert_end_, counts, offsets,
+                                      slot_token, slot_weight, inv, s),
+                 l, "moe_permute");
+    profile_mark(prof, "moe gate+route", s);
+    check_launch(kernels::moe_gather(xn, slot_token, n_slots, xs, T * k, D, s), l, "moe_gather");
+    check_launch(kernels::moe_expert_tile_sets(counts, offsets, El, sets, n_sets, tile, cap, s), l,
+                 "moe_expert_tile_sets");
   }
   profile_mark(prof, "moe permute+descriptors", s);
   // A bucket holds each token at most once, so no descriptor has more than T rows.
