@@ -37,17 +37,12 @@ __global__ void gather_kernel(const float* __restrict__ x, const int32_t* __rest
     dst[d] = src[d];
 }
 
-// Sets of descriptor tables written by one launch (block b = set b).
-struct TileSets {
-  MoeTileSet set[kMoeMaxTileSets];
-};
-
 constexpr int kDescThreads = kMoeMaxExperts;
 
 // Block b writes set b's table (thread e: local expert e).
 __global__ void __launch_bounds__(kDescThreads)
     descriptors_kernel(const int32_t* __restrict__ counts, const int32_t* __restrict__ offsets,
-                       int n_local, TileSets sets, int tile_rows, int64_t capacity) {
+                       int n_local, detail::TileSets sets, int tile_rows, int64_t capacity) {
   detail::pdl_begin();
   __shared__ detail::DescribeShared sh;
   detail::describe_set(counts, offsets, n_local, sets.set[blockIdx.x], tile_rows, capacity, sh);
@@ -94,17 +89,10 @@ int64_t moe_descriptor_capacity(int64_t T, int k, int n_local) {
 cudaError_t moe_expert_tile_sets(const int32_t* counts, const int32_t* offsets, int n_local,
                                  const MoeTileSet* sets, int n_sets, int tile_rows,
                                  int64_t capacity, cudaStream_t stream) {
-  if (counts == nullptr || offsets == nullptr || sets == nullptr || n_sets < 1 ||
-      n_sets > kMoeMaxTileSets || n_local < 1 || n_local > kMoeMaxExperts || capacity < 1 ||
-      tile_rows < 1)
+  detail::TileSets all;
+  if (counts == nullptr || offsets == nullptr || !detail::pack_tile_sets(sets, n_sets, all) ||
+      n_local < 1 || n_local > kMoeMaxExperts || capacity < 1 || tile_rows < 1)
     return cudaErrorInvalidValue;
-  TileSets all{};
-  for (int i = 0; i < n_sets; ++i) {
-    const MoeTileSet& t = sets[i];
-    if (t.w_table == nullptr || t.scale_table == nullptr || t.desc == nullptr || t.y_row_shift < 0)
-      return cudaErrorInvalidValue;
-    all.set[i] = t;
-  }
   const unsigned threads = static_cast<unsigned>((n_local + 31) / 32 * 32);
   return detail::launch_kernel(descriptors_kernel, static_cast<unsigned>(n_sets), threads, 0,
                                stream, counts, offsets, n_local, all, tile_rows, capacity);

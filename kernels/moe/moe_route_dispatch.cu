@@ -19,14 +19,10 @@ constexpr int kThreads = kMoeDispatchMaxLocalExperts;
 // beside the permutation's ~12 KB of static shared memory under the default 48 KB.
 constexpr int64_t kRouteSharedBytes = 32 * 1024;
 
-struct TileSets {
-  MoeTileSet set[kMoeMaxTileSets];
-};
-
 __global__ void __launch_bounds__(kThreads)
     dispatch_kernel(const detail::RouteParams p, int64_t T, int route_warps, int expert_begin,
                     int n_local, int32_t* counts, int32_t* offsets, int32_t* slot_token,
-                    float* slot_weight, int32_t* inv, const TileSets sets, int n_sets,
+                    float* slot_weight, int32_t* inv, const detail::TileSets sets, int n_sets,
                     int tile_rows, int64_t capacity) {
   detail::pdl_begin();
   extern __shared__ float route_sh[];  // [route_warps][2 E + k]
@@ -55,21 +51,15 @@ cudaError_t moe_route_dispatch(const MoeRouteArgs& r, int64_t T, int32_t* ids, f
                                const MoeTileSet* sets, int n_sets, int tile_rows, int64_t capacity,
                                cudaStream_t stream) {
   const int n_local = expert_end - expert_begin;
+  detail::TileSets all;
   if (r.logits == nullptr || r.bias == nullptr || (r.image_flags && r.bias_vl == nullptr) ||
       r.E < 1 || r.E > kMoeMaxExperts || r.k < 1 || r.k > r.E || r.k > kMoeMaxTopK ||
       !std::isfinite(r.gate_temp) || !(r.gate_temp > 0.0f) || T < 1 || T > kMoeDispatchMaxTokens ||
       ids == nullptr || weights == nullptr || counts == nullptr || offsets == nullptr ||
       slot_token == nullptr || slot_weight == nullptr || inv == nullptr || expert_begin < 0 ||
-      expert_end <= expert_begin || n_local > kMoeDispatchMaxLocalExperts || sets == nullptr ||
-      n_sets < 1 || n_sets > kMoeMaxTileSets || tile_rows < 1 || capacity < 1)
+      expert_end <= expert_begin || n_local > kMoeDispatchMaxLocalExperts ||
+      !detail::pack_tile_sets(sets, n_sets, all) || tile_rows < 1 || capacity < 1)
     return cudaErrorInvalidValue;
-  TileSets all{};
-  for (int i = 0; i < n_sets; ++i) {
-    const MoeTileSet& t = sets[i];
-    if (t.w_table == nullptr || t.scale_table == nullptr || t.desc == nullptr || t.y_row_shift < 0)
-      return cudaErrorInvalidValue;
-    all.set[i] = t;
-  }
   const int64_t per_warp = (2 * int64_t{r.E} + r.k) * 4;
   const int route_warps =
       static_cast<int>(std::min<int64_t>({T, kThreads / 32, kRouteSharedBytes / per_warp}));

@@ -141,4 +141,24 @@ __device__ __forceinline__ void describe_set(const int32_t* counts, const int32_
   __syncthreads();
 }
 
+// Descriptor-table sets passed by value to a kernel (moe_expert_tile_sets: block b = set b;
+// moe_route_dispatch: all of them in turn).
+struct TileSets {
+  MoeTileSet set[kMoeMaxTileSets];
+};
+
+// Copies sets[0, n) into out; false for n outside [1, kMoeMaxTileSets] or a set with a null
+// table or a negative y_row_shift (the launchers then return cudaErrorInvalidValue).
+inline bool pack_tile_sets(const MoeTileSet* sets, int n, TileSets& out) {
+  if (sets == nullptr || n < 1 || n > kMoeMaxTileSets) return false;
+  out = TileSets{};
+  for (int i = 0; i < n; ++i) {
+    const MoeTileSet& t = sets[i];
+    if (t.w_table == nullptr || t.scale_table == nullptr || t.desc == nullptr || t.y_row_shift < 0)
+      return false;
+    out.set[i] = t;
+  }
+  return true;
+}
+
 }  // namespace dsv41::kernels::detail
