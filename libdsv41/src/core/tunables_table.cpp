@@ -28,8 +28,8 @@ constexpr TunableSpec kSpecs[] = {
     {"DSV41_CUDA_SIDE_STREAMS", TunableType::kBool, "true",
      "CUDA backend: independent work of a step runs on second streams: each mHC site's mixes "
      "(projection, Sinkhorn) beside its sublayer, each shared expert beside the router and the "
-     "routed experts; false = everything on the step's stream (the A/B switch; results are "
-     "identical)"},
+     "routed experts, each attention's K=V rows and compressor beside its query projections; "
+     "false = everything on the step's stream (the A/B switch; results are identical)"},
     {"DSV41_CUDA_VISION", TunableType::kBool, "true",
      "CUDA backend: run the vision tower on the GPU too (~0.9 GB of device memory at the released "
      "dims; a 1024-token image in ~0.6 s on an H100); false keeps the CPU reference tower "

@@ -91,9 +91,12 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
     m->gemv_scratch_ = DeviceBuffer(kernels::fp8_gemv_tc_workspace_bytes(kGemvScratchCols));
   if (opts.side_streams) {
     m->shared_lane_ = std::make_unique<SideStream>();
-    if (opts.gemv_tc)  // the shared expert's x split, written while the routed experts use theirs
+    m->attn_lane_ = std::make_unique<SideStream>();
+    if (opts.gemv_tc) {  // the lanes' x splits, written while the step's stream uses its own
       m->shared_scratch_ = DeviceBuffer(kernels::fp8_gemv_tc_workspace_bytes(
           std::max<int64_t>(t.hidden_size, t.moe_intermediate_size * t.n_shared_experts)));
+      m->attn_scratch_ = DeviceBuffer(kernels::fp8_gemv_tc_workspace_bytes(t.head_dim));
+    }
   }
   m->norm_ = upload_f32(w.norm);
   m->head_ = std::make_unique<DeviceLinear>(DeviceLinear::upload(w.head, "head.weight"));
@@ -122,9 +125,11 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
       d->ffn.set_gemv_scratch(m->gemv_scratch_.data(), m->gemv_scratch_.bytes());
       if (d->engram) d->engram->set_gemv_scratch(m->gemv_scratch_.data(), m->gemv_scratch_.bytes());
     }
-    if (m->shared_lane_)
+    if (m->shared_lane_) {
       d->ffn.set_shared_lane(m->shared_lane_.get(), m->shared_scratch_.data(),
                              m->shared_scratch_.bytes());
+      d->attn.set_side_lane(m->attn_lane_.get(), m->attn_scratch_.data(), m->attn_scratch_.bytes());
+    }
     d->attn.set_prefill_x(opts.prefill_x);
     d->ffn.set_prefill_x(opts.prefill_x);
     if (d->engram) d->engram->set_prefill_x(opts.prefill_x);

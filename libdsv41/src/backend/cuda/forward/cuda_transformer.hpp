@@ -55,9 +55,10 @@ struct CudaForwardOptions {
   // the link's rank and world and outlive the CudaTransformer.
   parallel::TpComm* data_comm = nullptr;
   // Independent work of a step on second streams: each mHC site's mixes beside its sublayer (only
-  // the collapse stays before it: mhc_sites.hpp) and each shared expert beside the router and
-  // routed experts (DeviceMoe::set_shared_lane); false: everything on the step's stream. Same
-  // results bit for bit.
+  // the collapse stays before it: mhc_sites.hpp), each shared expert beside the router and
+  // routed experts (DeviceMoe::set_shared_lane), each attention's K=V rows and compressor beside
+  // its query chain (DeviceAttention::set_side_lane); false: everything on the step's stream.
+  // Same results bit for bit.
   bool side_streams = true;
   // kInvalidArgument naming the field.
   void validate() const;
@@ -153,9 +154,10 @@ class CudaTransformer {
   // grouped input is 64 heads × 512 = 32,768 at the released dims).
   static constexpr int64_t kGemvScratchCols = 65536;
   DeviceBuffer gemv_scratch_;
-  // side_streams: the lane of every layer's shared expert and its GEMV x split.
-  std::unique_ptr<class SideStream> shared_lane_;
-  DeviceBuffer shared_scratch_;
+  // side_streams: the lanes of every layer's shared expert and of its attention K=V rows and
+  // compressor, and their GEMV x splits.
+  std::unique_ptr<class SideStream> shared_lane_, attn_lane_;
+  DeviceBuffer shared_scratch_, attn_scratch_;
   // Pinned staging of one chunk: ids [C] int32, flags [C], Engram hash ids, logits [C, vocab].
   std::unique_ptr<PinnedBuffer> stage_ids_, stage_flags_, stage_hash_, stage_logits_;
   // Image-span input rows of one chunk [max_chunk, hidden] fp32, dense by position: allocated by

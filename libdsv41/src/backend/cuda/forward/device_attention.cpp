@@ -27,6 +27,11 @@ void DeviceAttention::set_prefill_x(kernels::GemmX x) {
   for (DeviceLinear* lin : {&wq_a_, &wq_b_, &wkv_, &wo_a_, &wo_b_}) lin->set_prefill_x(x);
 }
 
+void DeviceAttention::set_side_lane(SideStream* lane, void* scratch, size_t bytes) {
+  lane_ = lane;
+  if (lane != nullptr) i_wk_.set_gemv_scratch(scratch, bytes);
+}
+
 void DeviceAttention::set_gemv_scratch(void* p, size_t bytes) {
   for (DeviceLinear* lin :
        {&wq_a_, &wq_b_, &wkv_, &wo_a_, &wo_b_, &c_wkv_, &c_wgate_, &i_wq_b_, &i_wproj_, &i_wk_})
@@ -272,17 +277,12 @@ void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSe
                            indexes ? ws.index_w.as<float>() : nullptr};
     DeviceLinear::gemv_shared_x(lins, outs, xn, T, s);
   }
-  // Step 1: qr = q_norm(x·Wq_aᵀ); q = qr·Wq_bᵀ (with the indexer's query of qr), RoPE on the
-  // last R channels of every head.
-  check_launch(kernels::rms_norm(qr, q_norm_.as<float>(), qr, T, q_lora_, eps_, s), l, "q_norm");
-  {
-    const DeviceLinear* lins[] = {&wq_b_, indexes ? &i_wq_b_ : nullptr};
-    float* const outs[] = {q, indexes ? ws.index_q.as<float>() : nullptr};
-    DeviceLinear::gemv_shared_x(lins, outs, qr, T, s);
+  // Steps 2-3a need only the projections above: with a lane they run beside the query chain.
+  cudaStream_t ks = s;
+  if (lane_ != nullptr) {
+    lane_->fork(s);
+    ks = lane_->get();
   }
-  check_launch(
-      kernels::rope_rotate(q, inv_freq_.as<float>(), T, heads_, head_dim_, R, pos0, 1, false, s), l,
-      "query RoPE");
   // Step 2: K=V = FP8(RoPE(kv_norm(x·Wkvᵀ))), packed for the ring.
   // The ring slots are written here too when no row of this call overwrites a position that
   // another row's window still reads from the ring: row t' replaces position pos0 + t' - cap,
@@ -299,18 +299,31 @@ void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSe
     ops.pos0 = pos0;
     if (ring_now) ops.ring = ring.ring.as<uint8_t>(), ops.ring_capacity = ring.capacity;
     check_launch(
-        kernels::kv_norm_rope_quantize(KvFormat::kWindowFp8, kv, ops, nullptr, kv_packed, T, D, s),
+        kernels::kv_norm_rope_quantize(KvFormat::kWindowFp8, kv, ops, nullptr, kv_packed, T, D, ks),
         l, "window K=V rows");
   }
+  if (compressed_branch && has_compressor_) compress(T, pos0, seq.source.at(l), ws, ks);
+  if (lane_ != nullptr) lane_->done();
+  // Step 1: qr = q_norm(x·Wq_aᵀ); q = qr·Wq_bᵀ (with the indexer's query of qr), RoPE on the
+  // last R channels of every head.
+  check_launch(kernels::rms_norm(qr, q_norm_.as<float>(), qr, T, q_lora_, eps_, s), l, "q_norm");
+  {
+    const DeviceLinear* lins[] = {&wq_b_, indexes ? &i_wq_b_ : nullptr};
+    float* const outs[] = {q, indexes ? ws.index_q.as<float>() : nullptr};
+    DeviceLinear::gemv_shared_x(lins, outs, qr, T, s);
+  }
+  check_launch(
+      kernels::rope_rotate(q, inv_freq_.as<float>(), T, heads_, head_dim_, R, pos0, 1, false, s), l,
+      "query RoPE");
   profile_mark(prof, "attn q/kv", s);
+  if (lane_ != nullptr) lane_->join(s);
   // Step 3: compressed entries and the selection.
   const uint8_t* compressed = nullptr;
   int64_t n_entries = 0;
   const int32_t* index = nullptr;
   int topk = 0;
   if (compressed_branch) {
-    if (has_compressor_) compress(T, pos0, seq.source.at(l), ws, s);
-    profile_mark(prof, "attn compressor", s);
+    profile_mark(prof, "attn compressor", s);  // on the lane: the wait for it
     const DeviceSource& src = seq.source.at(role_.kv_layer);
     DSV41_CHECK(src.layer == role_.kv_layer, kInternal, "layer {}: KV source {} has no state", l,
                 role_.kv_layer);

@@ -13,6 +13,7 @@
 #include "backend/cuda/forward/device_sequence.hpp"
 #include "backend/cuda/forward/forward_workspace.hpp"
 #include "backend/cuda/forward/step_profile.hpp"
+#include "backend/cuda/side_stream.hpp"
 #include "config/model_config.hpp"
 
 namespace dsv41 {
@@ -43,6 +44,11 @@ class DeviceAttention {
   void set_prefill_x(kernels::GemmX x);
   // DeviceLinear::set_gemv_scratch on every projection.
   void set_gemv_scratch(void* p, size_t bytes);
+  // The window K=V rows and the compressor (steps 2-3a: they need only the projections of xn) on
+  // `lane`, beside the query chain (q_norm, wq_b, RoPE), joined before the selection and the
+  // attention core; the compressor's index-key GEMV then takes `scratch` (the query chain's
+  // tensor-core GEMVs use theirs meanwhile). Null lane: all on the step's stream.
+  void set_side_lane(SideStream* lane, void* scratch, size_t bytes);
 
  private:
   // Both run after forward() put their projections of xn (compressor kv / gate at the open
@@ -57,6 +63,7 @@ class DeviceAttention {
   int o_groups_ = 0;  // the output groups this rank holds (all of them at world 1)
   int window_ = 0, index_topk_ = 0, cand_blocks_ = 0, cand_block_size_ = 0, candidate_layer_ = -1;
   bool has_compressor_ = false, has_indexer_ = false, owns_keys_ = false, uses_candidates_ = false;
+  SideStream* lane_ = nullptr;
   float eps_ = 0, c_eps_ = 0, i_eps_ = 0;
   int i_heads_ = 0, i_head_dim_ = 0, i_ratio_ = 1;
   DeviceLinear wq_a_, wq_b_, wkv_, wo_a_, wo_b_;
