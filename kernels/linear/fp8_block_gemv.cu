@@ -83,10 +83,16 @@ cudaError_t fp8_block_gemv_multi(const float* x, const Fp8GemvJob* jobs, int n_j
     }
     const uintptr_t x0 = reinterpret_cast<uintptr_t>(x), x1 = x0 + rows * in * 4;
     if (y0 < x1 && x0 < y1) return cudaErrorInvalidValue;
+    const Fp8GemvRope& r = b.rope;
+    if (r.inv_freq != nullptr &&
+        (j > 0 || r.head_dim < 2 || r.rope_dim < 2 || r.rope_dim > r.head_dim ||
+         r.rope_dim % 2 != 0 || r.head_dim % 2 != 0 || b.out % r.head_dim != 0 || r.pos0 < 0))
+      return cudaErrorInvalidValue;
     g.w[j] = b.w;
     g.scale[j] = b.scale;
     g.y[j] = b.y;
     g.out[j] = b.out;
+    if (j == 0) g.rope0 = detail::GemvRope{r.inv_freq, r.head_dim, r.rope_dim, r.pos0};
   }
   return detail::dispatch_quant_gemv_multi<Fp8Block32>(x, g, rows, in, stream);
 }

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "attention/rope.cuh"
 #include "common/launch.cuh"
 
 namespace dsv41::kernels::detail {
@@ -25,6 +26,24 @@ inline constexpr int kGemvWarps = kGemvThreads / 32;
 // Steps (512 bytes per warp and row) a warp asks L2 for before its grid may read x: at most
 // 2 · 4224 warps · 2 rows · 512 B = 8.7 MB for a full FP8 grid, a sixth of the H200's 50 MB L2.
 inline constexpr int kGemvPrefetchSteps = 2;
+
+// Optional epilogue of a GEMV whose output rows are heads of head_dim: the trailing rope_dim
+// channels of every head rotated as rope_rotate would rotate them afterwards (pairs (2i, 2i+1),
+// row t at position pos0 + t; the same rope_pair ops on the same sums, so the same bits). Output
+// row pairs are adjacent in a warp's R rows (R even, row groups start on even rows) or in
+// adjacent lanes of the split reduction. inv_freq null: none.
+struct GemvRope {
+  const float* inv_freq = nullptr;  // [rope_dim / 2]
+  int head_dim = 0, rope_dim = 0;
+  int64_t pos0 = 0;
+};
+
+// rope_pair on (even, odd) when output row o (even) lies in a head's rope slice.
+__device__ __forceinline__ void gemv_rope_pair(const GemvRope& rope, int64_t o, int64_t t,
+                                               float& even, float& odd) {
+  const int c = static_cast<int>(o % rope.head_dim), r0 = rope.head_dim - rope.rope_dim;
+  if (c >= r0) rope_pair(even, odd, rope.inv_freq[(c - r0) / 2], rope.pos0 + t, false);
+}
 
 // E8M0 byte -> 2^(e-127) (e = 0 is the fp32 subnormal 2^-127; 0xFF is NaN), as quant/dtype.cpp.
 __device__ __forceinline__ float e8m0_to_float(uint8_t e) {
@@ -72,12 +91,10 @@ __device__ __forceinline__ int x_swizzle(int f) {
 // The work of block `block` (row groups [block · groups, ...)); also the body of the grouped
 // routed-expert GEMV (kernels/moe/moe_grouped_fp4_gemv.cu).
 template <class Fmt, int T, int R, bool kStageX>
-__device__ __forceinline__ void quant_gemv_block(const float* __restrict__ x,
-                                                 const uint8_t* __restrict__ w,
-                                                 const uint8_t* __restrict__ scale,
-                                                 float* __restrict__ y, int rows, int64_t out,
-                                                 int64_t in, int ksplit, int64_t block,
-                                                 int64_t x_stride, int64_t y_stride) {
+__device__ __forceinline__ void quant_gemv_block(
+    const float* __restrict__ x, const uint8_t* __restrict__ w, const uint8_t* __restrict__ scale,
+    float* __restrict__ y, int rows, int64_t out, int64_t in, int ksplit, int64_t block,
+    int64_t x_stride, int64_t y_stride, const GemvRope& rope = GemvRope{}) {
   extern __shared__ float4 xs[];  // kStageX: [rows][in / 4], swizzled per row
   __shared__ float red[kGemvWarps][T * R];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -192,6 +209,13 @@ __device__ __forceinline__ void quant_gemv_block(const float* __restrict__ x,
       for (int m = 16; m >= 1; m >>= 1) acc[t][r] += __shfl_xor_sync(0xFFFFFFFFu, acc[t][r], m);
 
   if (ksplit == 1) {
+    if (rope.inv_freq != nullptr) {  // every lane holds every total (butterfly): same rotation
+      static_assert(R % 2 == 0, "rope pairs need even rows per warp");
+#pragma unroll
+      for (int t = 0; t < T; ++t)
+#pragma unroll
+        for (int r = 0; r < R; r += 2) gemv_rope_pair(rope, o0 + r, t, acc[t][r], acc[t][r + 1]);
+    }
 #pragma unroll
     for (int t = 0; t < T; ++t)
 #pragma unroll
@@ -211,6 +235,13 @@ __device__ __forceinline__ void quant_gemv_block(const float* __restrict__ x,
     const int64_t o = (block * groups + g) * R + r;
     float v = 0.0f;
     for (int p = 0; p < ksplit; ++p) v += red[g * ksplit + p][idx];
+    if (rope.inv_freq != nullptr) {
+      // Row pairs sit in lane pairs (T·R even: i and idx and r share parity); both lanes rotate.
+      const float partner = __shfl_xor_sync(__activemask(), v, 1);
+      float even = (r & 1) ? partner : v, odd = (r & 1) ? v : partner;
+      gemv_rope_pair(rope, o - (r & 1), t, even, odd);
+      v = (r & 1) ? odd : even;
+    }
     if (t < rows && o < out) y[t * y_stride + o] = v;
   }
 }
@@ -241,13 +272,16 @@ struct GemvJobs {
   float* y[kGemvMaxJobs];  // [rows, out[j]]
   int64_t out[kGemvMaxJobs];
   int64_t first[kGemvMaxJobs];  // first block of job j (first[0] = 0)
+  GemvRope rope0;               // job 0's epilogue (the kRope0 instances of the kernel)
   int n;
 };
 
-template <class Fmt, int T, int R, bool kStageX>
+// kRope0: job 0 rotates its output (GemvJobs::rope0, read from the parameter space in the
+// epilogue; a separate instance so the other launches carry no rope registers).
+template <class Fmt, int T, int R, bool kStageX, bool kRope0>
 __global__ void __launch_bounds__(kGemvThreads, T == 1 ? 4 : 2)
-    quant_gemv_multi_kernel(const float* __restrict__ x, const GemvJobs jobs, int rows, int64_t in,
-                            int ksplit) {
+    quant_gemv_multi_kernel(const float* __restrict__ x, const __grid_constant__ GemvJobs jobs,
+                            int rows, int64_t in, int ksplit) {
   // Static indices only (unrolled): a runtime index into the parameter arrays would copy them to
   // local memory.
   const int64_t b = blockIdx.x;
@@ -265,7 +299,12 @@ __global__ void __launch_bounds__(kGemvThreads, T == 1 ? 4 : 2)
       first = jobs.first[j];
     }
   }
-  quant_gemv_block<Fmt, T, R, kStageX>(x, w, sc, y, rows, out, in, ksplit, b - first, in, out);
+  if (kRope0 && first == 0) {
+    quant_gemv_block<Fmt, T, R, kStageX>(x, w, sc, y, rows, out, in, ksplit, b, in, out,
+                                         jobs.rope0);
+  } else {
+    quant_gemv_block<Fmt, T, R, kStageX>(x, w, sc, y, rows, out, in, ksplit, b - first, in, out);
+  }
 }
 
 // Warps that share one row group: doubled while the grid has fewer than 32 warps per SM and each
@@ -337,13 +376,14 @@ cudaError_t launch_quant_gemv_multi(const float* x, GemvJobs jobs, int rows, int
   if (blocks > 0x7FFFFFFF) return cudaErrorInvalidValue;
   const int64_t x_bytes = int64_t{rows} * in * 4;
   const unsigned grid = static_cast<unsigned>(blocks);
-  if (T <= 8 && x_bytes <= gemv_stage_limit<T, R>()) {
-    (void)launch_kernel(quant_gemv_multi_kernel<Fmt, T, R, (T <= 8)>, grid, kGemvThreads, x_bytes,
-                        stream, x, jobs, rows, in, ksplit);
-  } else {
-    (void)launch_kernel(quant_gemv_multi_kernel<Fmt, T, R, false>, grid, kGemvThreads, 0, stream, x,
-                        jobs, rows, in, ksplit);
-  }
+  const bool stage = T <= 8 && x_bytes <= gemv_stage_limit<T, R>();
+  const bool rope = jobs.rope0.inv_freq != nullptr;
+  auto kernel = stage ? (rope ? quant_gemv_multi_kernel<Fmt, T, R, (T <= 8), true>
+                              : quant_gemv_multi_kernel<Fmt, T, R, (T <= 8), false>)
+                      : (rope ? quant_gemv_multi_kernel<Fmt, T, R, false, true>
+                              : quant_gemv_multi_kernel<Fmt, T, R, false, false>);
+  (void)launch_kernel(kernel, grid, kGemvThreads, stage ? x_bytes : 0, stream, x, jobs, rows, in,
+                      ksplit);
   return cudaGetLastError();
 }
 

@@ -1,10 +1,12 @@
 // [kernel] fp8_block_gemv_multi (several FP8 weights on one x, one launch) vs one Linear per job,
 // and bit-identical to fp8_block_gemv for a single job (same k split by construction).
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstring>
 #include <memory>
 
 #include "backend/cuda/forward/device_linear.hpp"
+#include "dsv41k/attention.hpp"
 #include "kernel/gemv_case.hpp"
 
 namespace dsv41::test {
@@ -106,6 +108,71 @@ TEST_CASE("fp8_block_gemv_multi with one job is bit-identical to fp8_block_gemv"
   }
 }
 
+// Job 0 with a rope: the launch's epilogue must give exactly the multi launch without it followed
+// by rope_rotate (the query RoPE of wq_b), at the released wq_b + indexer wq_b shape (k split 1,
+// R = 2 or 4) and at small widths (k split > 1: the pairs rotate in the split reduction).
+void run_rope(int64_t out0, int64_t out1, int64_t in, int head_dim, int rope_dim, int64_t pos0) {
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 rng(seed);
+  cuda::CudaStream stream;
+  std::vector<float> inv(static_cast<size_t>(rope_dim / 2));
+  for (size_t i = 0; i < inv.size(); ++i)
+    inv[i] = static_cast<float>(std::pow(10000.0, -2.0 * static_cast<double>(i) / rope_dim));
+  cuda::DeviceBuffer dinv(inv.size() * 4);
+  dinv.upload(std::span<const float>(inv));
+  std::vector<cuda::DeviceBuffer> dw, ds;
+  for (int64_t out : {out0, out1}) {
+    const auto w = random_e4m3(static_cast<size_t>(out * in), rng);
+    const auto sc = random_e8m0(static_cast<size_t>(((out + 31) / 32) * ((in + 31) / 32)), rng);
+    dw.emplace_back(w.size());
+    ds.emplace_back(sc.size());
+    dw.back().upload(std::span<const uint8_t>(w));
+    ds.back().upload(std::span<const uint8_t>(sc));
+  }
+  for (int rows : {1, 2, 3, 4, 7, 8, 16}) {
+    const std::vector<float> x = random_normal(static_cast<size_t>(rows) * in, rng);
+    cuda::DeviceBuffer dx(x.size() * 4), a0(rows * out0 * 4), a1(rows * out1 * 4),
+        b0(rows * out0 * 4), b1(rows * out1 * 4);
+    dx.upload(std::span<const float>(x));
+    kernels::Fp8GemvJob plain[2] = {
+        {dw[0].as<uint8_t>(), ds[0].as<uint8_t>(), a0.as<float>(), out0},
+        {dw[1].as<uint8_t>(), ds[1].as<uint8_t>(), a1.as<float>(), out1}};
+    kernels::Fp8GemvJob roped[2] = {plain[0], plain[1]};
+    roped[0].y = b0.as<float>(), roped[1].y = b1.as<float>();
+    roped[0].rope = {dinv.as<float>(), head_dim, rope_dim, pos0};
+    DSV41_CUDA_CHECK(
+        kernels::fp8_block_gemv_multi(dx.as<float>(), plain, 2, rows, in, stream.get()));
+    DSV41_CUDA_CHECK(kernels::rope_rotate(a0.as<float>(), dinv.as<float>(), rows,
+                                          static_cast<int>(out0 / head_dim), head_dim, rope_dim,
+                                          pos0, 1, false, stream.get()));
+    DSV41_CUDA_CHECK(
+        kernels::fp8_block_gemv_multi(dx.as<float>(), roped, 2, rows, in, stream.get()));
+    stream.synchronize();
+    for (int j = 0; j < 2; ++j) {
+      const int64_t n = rows * (j == 0 ? out0 : out1);
+      std::vector<float> want(n), got(n);
+      (j == 0 ? a0 : a1).download(std::span<float>(want));
+      (j == 0 ? b0 : b1).download(std::span<float>(got));
+      int64_t bad = 0, first = 0;
+      for (int64_t i = 0; i < n; ++i)
+        if (std::memcmp(&want[i], &got[i], 4) != 0 && bad++ == 0) first = i;
+      INFO(
+          fmt::format("rope job {}: out {} / {} in {} head_dim {} rope {} pos0 {} rows {} seed "
+                      "{:#x}: {} of {} differ from multi + rope_rotate, first at {}: {} vs {}",
+                      j, out0, out1, in, head_dim, rope_dim, pos0, rows, seed, bad, n, first,
+                      bad ? got[first] : 0.f, bad ? want[first] : 0.f));
+      CHECK(bad == 0);
+    }
+  }
+}
+
+TEST_CASE("fp8_block_gemv_multi rotates job 0 like rope_rotate after it", "[kernel][linear]") {
+  if (skip_without_gpu()) return;
+  run_rope(32768, 8192, 1024, 512, 64, 4093);  // wq_b + indexer wq_b (q_lora 1024 here)
+  run_rope(64, 32, 4096, 16, 8, 7);            // k split > 1
+  run_rope(96, 32, 2048, 32, 32, 100000);      // the whole head rotates
+}
+
 TEST_CASE("fp8_block_gemv_multi rejects unsupported arguments", "[kernel][linear]") {
   if (skip_without_gpu()) return;
   cuda::DeviceBuffer x(16 * 128 * 4), w(128 * 128), s(64), y(16 * 256 * 4);
@@ -131,6 +198,20 @@ TEST_CASE("fp8_block_gemv_multi rejects unsupported arguments", "[kernel][linear
   CHECK(call({job(x.as<float>() + 8)}) == cudaErrorInvalidValue);  // y inside x
   CHECK(call({job(y0), job(y0 + 32), job(y0 + 64, 40)}, 2) == cudaErrorInvalidValue);  // 2 rows
   CHECK(call({job(y0), job(y0 + 64), job(y0 + 128, 40)}, 2) == cudaSuccess);
+  // Rope epilogue: job 0 only, out a multiple of head_dim, even rope_dim <= head_dim, pos0 >= 0.
+  const float* inv = x.as<float>();
+  const auto roped = [&](kernels::Fp8GemvRope r, int64_t out = 32) {
+    kernels::Fp8GemvJob j = job(y0, out);
+    j.rope = r;
+    return j;
+  };
+  CHECK(call({roped({inv, 16, 8, 0})}) == cudaSuccess);
+  CHECK(call({job(y0), roped({inv, 16, 8, 0}, 32)}) == cudaErrorInvalidValue);  // not job 0
+  CHECK(call({roped({inv, 24, 8, 0})}) == cudaErrorInvalidValue);               // 32 % 24
+  CHECK(call({roped({inv, 16, 7, 0})}) == cudaErrorInvalidValue);               // odd rope
+  CHECK(call({roped({inv, 16, 32, 0})}) == cudaErrorInvalidValue);              // rope > head
+  CHECK(call({roped({inv, 16, 0, 0})}) == cudaErrorInvalidValue);
+  CHECK(call({roped({inv, 16, 8, -1})}) == cudaErrorInvalidValue);
   CHECK(cudaDeviceSynchronize() == cudaSuccess);
 }
 

@@ -48,14 +48,24 @@ cudaError_t fp8_block_gemv_grouped(const float* x, const uint8_t* w, const uint8
 // jobs[j].y [rows, jobs[j].out] = x · W_jᵀ with W_j = (jobs[j].w, jobs[j].scale) in the
 // fp8_block_gemv format. Each job sums exactly as fp8_block_gemv on it alone would when both
 // calls pick the same k split (the split here is chosen from the row groups of all jobs).
+// jobs[0] (only) may set rope.inv_freq: it also rotates its output as heads of rope.head_dim:
+// rope_rotate(y, rope.inv_freq, rows, out / head_dim, head_dim, rope_dim, pos0, 1, false) on
+// the result, bit for bit, in the GEMV's epilogue (the query RoPE of wq_b at decode; needs
+// out % head_dim == 0, 2 <= rope_dim <= head_dim, both even, pos0 >= 0).
 // Needs 1 <= n_jobs <= kFp8GemvMaxJobs, the fp8_block_gemv rules for every job, outputs that
 // overlap neither x nor each other.
 inline constexpr int kFp8GemvMaxJobs = 8;
+struct Fp8GemvRope {
+  const float* inv_freq = nullptr;  // [rope_dim / 2] device; null: no rotation
+  int head_dim = 0, rope_dim = 0;
+  int64_t pos0 = 0;
+};
 struct Fp8GemvJob {
   const uint8_t* w = nullptr;
   const uint8_t* scale = nullptr;
   float* y = nullptr;
   int64_t out = 0;
+  Fp8GemvRope rope;
 };
 cudaError_t fp8_block_gemv_multi(const float* x, const Fp8GemvJob* jobs, int n_jobs, int rows,
                                  int64_t in, cudaStream_t stream);

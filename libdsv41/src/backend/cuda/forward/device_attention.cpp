@@ -307,14 +307,15 @@ void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSe
   // Step 1: qr = q_norm(x·Wq_aᵀ); q = qr·Wq_bᵀ (with the indexer's query of qr), RoPE on the
   // last R channels of every head.
   check_launch(kernels::rms_norm(qr, q_norm_.as<float>(), qr, T, q_lora_, eps_, s), l, "q_norm");
-  {
+  {  // the query RoPE in the GEMV's epilogue when wq_b takes the shared-x launch (decode)
     const DeviceLinear* lins[] = {&wq_b_, indexes ? &i_wq_b_ : nullptr};
     float* const outs[] = {q, indexes ? ws.index_q.as<float>() : nullptr};
-    DeviceLinear::gemv_shared_x(lins, outs, qr, T, s);
+    const kernels::Fp8GemvRope rope{inv_freq_.as<float>(), head_dim_, R, pos0};
+    if (!DeviceLinear::gemv_shared_x(lins, outs, qr, T, s, &rope))
+      check_launch(kernels::rope_rotate(q, inv_freq_.as<float>(), T, heads_, head_dim_, R, pos0, 1,
+                                        false, s),
+                   l, "query RoPE");
   }
-  check_launch(
-      kernels::rope_rotate(q, inv_freq_.as<float>(), T, heads_, head_dim_, R, pos0, 1, false, s), l,
-      "query RoPE");
   profile_mark(prof, "attn q/kv", s);
   if (lane_ != nullptr) lane_->join(s);
   // Step 3: compressed entries and the selection.

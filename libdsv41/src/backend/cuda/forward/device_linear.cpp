@@ -212,9 +212,9 @@ int64_t lins_in(std::span<const DeviceLinear* const> lins) {
 }
 }  // namespace
 
-void DeviceLinear::gemv_shared_x(std::span<const DeviceLinear* const> lins,
+bool DeviceLinear::gemv_shared_x(std::span<const DeviceLinear* const> lins,
                                  std::span<float* const> ys, const float* x, int64_t rows,
-                                 cudaStream_t stream) {
+                                 cudaStream_t stream, const kernels::Fp8GemvRope* rope0) {
   DSV41_CHECK(lins.size() == ys.size(), kInternal, "gemv_shared_x: {} weights, {} outputs",
               lins.size(), ys.size());
   std::vector<kernels::Fp8GemvJob> jobs;
@@ -238,10 +238,12 @@ void DeviceLinear::gemv_shared_x(std::span<const DeviceLinear* const> lins,
     jobs.push_back({l->w_.as<uint8_t>(), l->scale_.as<uint8_t>(), ys[j], l->out_});
     joined.push_back(j);
   }
-  if (jobs.size() == 1) {  // nothing to share: the plain launch
+  if (jobs.size() == 1 && rope0 == nullptr) {  // nothing to share: the plain launch
     alone.push_back(joined[0]);
     jobs.clear();
   }
+  const bool rotated = rope0 != nullptr && !jobs.empty() && joined[0] == 0;
+  if (rotated) jobs[0].rope = *rope0;
   if (!jobs.empty()) {
     const cudaError_t e = kernels::fp8_block_gemv_multi(
         x, jobs.data(), static_cast<int>(jobs.size()), static_cast<int>(rows), in, stream);
@@ -254,6 +256,7 @@ void DeviceLinear::gemv_shared_x(std::span<const DeviceLinear* const> lins,
     }
   }
   for (size_t j : alone) lins[j]->gemv(x, rows, ys[j], stream);
+  return rotated;
 }
 
 void DeviceLinear::gemv(const float* x, int64_t rows, float* y, cudaStream_t stream) const {

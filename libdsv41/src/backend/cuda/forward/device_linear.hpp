@@ -14,6 +14,7 @@
 
 #include "backend/cuda/device_buffer.hpp"
 #include "dsv41k/gemm_x.hpp"
+#include "dsv41k/launchers.hpp"
 #include "model/linear.hpp"
 
 namespace dsv41::cuda {
@@ -61,9 +62,12 @@ class DeviceLinear {
   // that would take the CUDA-core GEMV at this row count) in one fp8_block_gemv_multi launch; the
   // others (other formats, the tensor-core rows, more than 8) are run one by one. Null entries
   // of `lins` are skipped. The spec §2.2 projections of one activation (wq_a, wkv, compressor,
-  // indexer) in one launch at decode.
-  static void gemv_shared_x(std::span<const DeviceLinear* const> lins, std::span<float* const> ys,
-                            const float* x, int64_t rows, cudaStream_t stream);
+  // indexer) in one launch at decode. rope0 (optional): lins[0]'s output rotated as heads in the
+  // launch's epilogue (Fp8GemvJob::rope) when lins[0] joins it; returns whether it did (else the
+  // caller rotates).
+  static bool gemv_shared_x(std::span<const DeviceLinear* const> lins, std::span<float* const> ys,
+                            const float* x, int64_t rows, cudaStream_t stream,
+                            const kernels::Fp8GemvRope* rope0 = nullptr);
 
   // How x enters the tensor-core GEMM of calls with more than 16 rows (kernels/include/dsv41k/
   // gemm_x.hpp); kFp32 unless the layer sets it (the large projections follow
