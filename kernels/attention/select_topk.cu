@@ -21,7 +21,8 @@ constexpr int kThreads = 512;
 // Rows of up to kThreads · kPer entries: thread i holds the keys of entries [i·per, i·per + per)
 // in registers, so the four radix passes read registers instead of the row, and the ordered
 // output needs one block scan (of each thread's > tau and == tau counts) instead of two per 512
-// entries. At decode (n = 1k-8k) this took one row from ~50 us to (docs/perf.md "Index top-k").
+// entries. At decode (n = 1k-8k) a row took 50.3 us with the strided kernel, 14.3 us with this one
+// (ncu, H200; docs/perf.md "Side streams and decode launch folds").
 template <int kPer>
 __global__ void __launch_bounds__(kThreads)
     select_topk_reg_kernel(const float* scores, int per, int64_t n, int k, int32_t* out) {
