@@ -31,22 +31,6 @@ __device__ __forceinline__ void load_chunk(const float* w, float (&v)[kChunk]) {
   v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
 }
 
-// acc[t] += x[t, c .. c + 8) · v for the first `rows` rows, in one fixed order.
-template <int T>
-__device__ __forceinline__ void step(const float* __restrict__ x, int64_t c,
-                                     const float (&v)[kChunk], int rows, int64_t in,
-                                     float (&acc)[T]) {
-#pragma unroll
-  for (int t = 0; t < T; ++t) {
-    if (t < rows) {
-      const float4 a = *reinterpret_cast<const float4*>(x + t * in + c);
-      const float4 b = *reinterpret_cast<const float4*>(x + t * in + c + 4);
-      acc[t] += a.x * v[0] + a.y * v[1] + a.z * v[2] + a.w * v[3] + b.x * v[4] + b.y * v[5] +
-                b.z * v[6] + b.w * v[7];
-    }
-  }
-}
-
 template <typename W, int T>
 __global__ void __launch_bounds__(kThreads)
     dense_gemv_kernel(const float* __restrict__ x, const W* __restrict__ w, float* __restrict__ y,
@@ -65,23 +49,18 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int t = 0; t < T; ++t) acc[t] = 0.0f;
   const W* wrow = w + o * in;
-  // kUnroll steps' weight loads are in flight together: a row of 5,120 BF16 is 20 steps, and one
-  // load at a time made each step wait a full memory latency (~19 us per router gate call of 32
-  // rows on an H100, where its 320 KB take ~0.1 us). The sums keep the step order.
-  constexpr int64_t kStep = 32 * kChunk;
-  constexpr int kUnroll = T <= 4 ? 4 : 2;  // 16 rows x 4 steps spilled registers
-  int64_t c = static_cast<int64_t>(lane) * kChunk;
-  for (; c + (kUnroll - 1) * kStep < in; c += kUnroll * kStep) {
-    float v[kUnroll][kChunk];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) load_chunk(wrow + c + u * kStep, v[u]);
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) step(x, c + u * kStep, v[u], rows, in, acc);
-  }
-  for (; c < in; c += kStep) {
+  for (int64_t c = static_cast<int64_t>(lane) * kChunk; c < in; c += 32 * kChunk) {
     float v[kChunk];
     load_chunk(wrow + c, v);
-    step(x, c, v, rows, in, acc);
+#pragma unroll
+    for (int t = 0; t < T; ++t) {
+      if (t < rows) {
+        const float4 a = *reinterpret_cast<const float4*>(x + t * in + c);
+        const float4 b = *reinterpret_cast<const float4*>(x + t * in + c + 4);
+        acc[t] += a.x * v[0] + a.y * v[1] + a.z * v[2] + a.w * v[3] + b.x * v[4] + b.y * v[5] +
+                  b.z * v[6] + b.w * v[7];
+      }
+    }
   }
 #pragma unroll
   for (int t = 0; t < T; ++t) {
