@@ -278,10 +278,14 @@ void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSe
     DeviceLinear::gemv_shared_x(lins, outs, xn, T, s);
   }
   // Steps 2-3a need only the projections above: with a lane they run beside the query chain.
+  // Decode and verify steps only (as the shared expert's lane, DeviceMoe::forward): at a prefill
+  // chunk the compressor's GEMM took SMs from the query chain's (attn q/kv + compressor 86.8 ->
+  // 91.7 ms per 2048-token chunk, H200; docs/perf.md stop 29).
+  SideStream* const lane = T <= kernels::kGemvMaxRows ? lane_ : nullptr;
   cudaStream_t ks = s;
-  if (lane_ != nullptr) {
-    lane_->fork(s);
-    ks = lane_->get();
+  if (lane != nullptr) {
+    lane->fork(s);
+    ks = lane->get();
   }
   // Step 2: K=V = FP8(RoPE(kv_norm(x·Wkvᵀ))), packed for the ring.
   // The ring slots are written here too when no row of this call overwrites a position that
@@ -303,7 +307,7 @@ void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSe
         l, "window K=V rows");
   }
   if (compressed_branch && has_compressor_) compress(T, pos0, seq.source.at(l), ws, ks);
-  if (lane_ != nullptr) lane_->done();
+  if (lane != nullptr) lane->done();
   // Step 1: qr = q_norm(x·Wq_aᵀ); q = qr·Wq_bᵀ (with the indexer's query of qr), RoPE on the
   // last R channels of every head.
   check_launch(kernels::rms_norm(qr, q_norm_.as<float>(), qr, T, q_lora_, eps_, s), l, "q_norm");
@@ -317,7 +321,7 @@ void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSe
                    l, "query RoPE");
   }
   profile_mark(prof, "attn q/kv", s);
-  if (lane_ != nullptr) lane_->join(s);
+  if (lane != nullptr) lane->join(s);
   // Step 3: compressed entries and the selection.
   const uint8_t* compressed = nullptr;
   int64_t n_entries = 0;

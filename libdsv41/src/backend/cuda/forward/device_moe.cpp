@@ -151,10 +151,14 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   float* gu = g + ws.slots * inter_;  // the up rows: y_row_shift = slots in their descriptors
   // Shared expert, weight 1: only xn in common with the routed path, so on the lane it runs
   // beside the router chain (latency-bound: ~40 us per layer at decode) and the routed experts.
+  // Decode and verify steps only: beside a prefill chunk's routed GEMMs the shared expert's
+  // GEMMs took SMs from them (H200, 2048-token chunk: routed 367 -> 403 ms, shared + routed 427 ->
+  // 446 ms; docs/perf.md stop 29).
+  SideStream* const lane = T <= kernels::kMoeGemvMaxRows ? shared_lane_ : nullptr;
   cudaStream_t ss = s;
-  if (shared_lane_ != nullptr) {
-    shared_lane_->fork(s);
-    ss = shared_lane_->get();
+  if (lane != nullptr) {
+    lane->fork(s);
+    ss = lane->get();
   }
   float* sg = ws.shared_g.as<float>();
   float* su = ws.shared_u.as<float>();
@@ -174,7 +178,7 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
       kernels::moe_swiglu(sg, su, nullptr, nullptr, T, shared_inter_, shape_.swiglu_limit, ss), l,
       "shared expert SwiGLU");
   shared_w2_.gemv(sg, T, sy, ss);
-  if (shared_lane_ != nullptr) shared_lane_->done();
+  if (lane != nullptr) lane->done();
   auto* dgu = ws.desc_gate_up.as<kernels::MoeGemvDesc>();
   auto* dd = ws.desc_down.as<kernels::MoeGemvDesc>();
   auto* xgu = ws.desc_x_gate_up.as<kernels::MoeGemvDesc>();
@@ -280,7 +284,7 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   if (has_fp4_) grouped(dd, n_desc, g, ys, D, inter_, "grouped expert w2");
   if (has_x) grouped_x(xd, n_desc, g, inter_, ys, D, Ip, Dp, "grouped EXL3 expert w2");
   profile_mark(prof, "moe routed experts", s);
-  if (shared_lane_ != nullptr) shared_lane_->join(s);
+  if (lane != nullptr) lane->join(s);
   profile_mark(prof, "moe shared expert", s);  // on the lane: the wait for it
   check_launch(kernels::moe_combine(ys, ids, inv, sy, y, T, k, D, s), l, "moe_combine");
 }
