@@ -285,7 +285,7 @@ void run_expand_site(int64_t T, int hc, int64_t D, int iters) {
       DSV41_CUDA_CHECK(cudaMemcpy(got.H.data(), sep.H.data(), got.H.bytes(), cudaMemcpyDefault));
     DSV41_CUDA_CHECK(kernels::hc_site_collapse(
         fold ? &e : nullptr, got.H.as<float>(), dprev.as<float>(), dw.as<float>(),
-        got.xn.as<float>(), T, hc, D, s.norm_eps, stream.get()));
+        got.xn.as<float>(), T, hc, D, s.norm_eps, dws.data(), wsb, stream.get()));
     DSV41_CUDA_CHECK(cudaEventRecord(ready, stream.get()));
     DSV41_CUDA_CHECK(cudaStreamWaitEvent(side.get(), ready, 0));
     DSV41_CUDA_CHECK(kernels::hc_site_mixes(
@@ -343,8 +343,9 @@ TEST_CASE("hc_site_collapse and hc_site_mixes reject unsupported arguments", "[k
   void* ws = reinterpret_cast<void*>(uintptr_t{1024});
   const size_t wsb = kernels::hc_site_workspace_bytes(4, 4, 64);
   const auto collapse = [&](const kernels::HcExpandIn* e, float* H, const float* prev, float* xn,
-                            int64_t T, int hc, int64_t D) {
-    return kernels::hc_site_collapse(e, H, prev, nullptr, xn, T, hc, D, 1e-20f, nullptr);
+                            int64_t T, int hc, int64_t D, void* w = nullptr, size_t wb = 0) {
+    return kernels::hc_site_collapse(e, H, prev, nullptr, xn, T, hc, D, 1e-20f,
+                                     w != nullptr ? w : ws, w != nullptr ? wb : wsb, nullptr);
   };
   const kernels::HcExpandIn ok{p, p, p, p};
   CHECK(collapse(nullptr, h, p, q, 0, 4, 64) == cudaSuccess);  // T = 0: nothing to do
@@ -359,6 +360,11 @@ TEST_CASE("hc_site_collapse and hc_site_mixes reject unsupported arguments", "[k
   CHECK(collapse(&ok, p, p, q, 1, 4, 64) == cudaErrorInvalidValue);  // H aliases e.H_old
   const kernels::HcExpandIn no_y{nullptr, p, p, p};
   CHECK(collapse(&no_y, h, p, q, 1, 4, 64) == cudaErrorInvalidValue);
+  CHECK(kernels::hc_site_collapse(nullptr, h, p, nullptr, q, 1, 4, 64, 1e-20f, nullptr, wsb,
+                                  nullptr) == cudaErrorInvalidValue);  // no workspace
+  CHECK(collapse(nullptr, h, p, q, 1, 4, 64, reinterpret_cast<void*>(uintptr_t{1032}), wsb) ==
+        cudaErrorInvalidValue);  // workspace not 16-byte aligned
+  CHECK(collapse(nullptr, h, p, q, 1, 4, 64, ws, 256) == cudaErrorInvalidValue);  // too small
 
   const auto mixes = [&](const float* H, const float* fn, float* pre, void* w, size_t wb, int64_t T,
                          int iters) {

@@ -38,7 +38,8 @@ cudaError_t hc_mixes(const float* H, const float* fn, const float* base, const f
 // pre_prev [T, hc] is the previous site's pre (the collapse does not wait for this site's mixes).
 // workspace: hc_site_workspace_bytes(max_T, hc, D) bytes for any T <= max_T, 16-byte aligned,
 // zeroed once after allocation (each call leaves its counters at zero), used by no concurrent
-// call. Needs hc_mixes' conditions, non-null outputs not aliasing the inputs, pre_prev != pre.
+// call (but see hc_site_collapse / hc_site_mixes below). Needs hc_mixes' conditions, non-null
+// outputs not aliasing the inputs, pre_prev != pre.
 size_t hc_site_workspace_bytes(int64_t max_T, int hc, int64_t D);
 cudaError_t hc_site(const float* H, const float* fn, const float* base, const float* scale,
                     const float* pre_prev, const float* norm_w, float* pre, float* post,
@@ -68,12 +69,17 @@ cudaError_t hc_expand_site(const HcExpandIn& e, float* H_new, const float* fn, c
 // beside it (CudaForwardOptions::side_streams). Together they write what hc_site /
 // hc_expand_site write, bit for bit (the same kernels).
 //   hc_site_collapse: xn = rms_norm(collapse(H, pre_prev)) · norm_w; with e non-null H is
-//     written first with hc_expand(e) (H must not alias e->H_old), for any T. No workspace.
-//   hc_site_mixes: pre, post, comb of H; hc_site's workspace rules (one call at a time per
-//     workspace). Must not start before the H it reads is written.
+//     written first with hc_expand(e) (H must not alias e->H_old), for any T. At T <= 16 the
+//     row is split over D slices (several blocks per token, the last one normalising), using
+//     the end of the workspace; the Σx² is then summed in another order than at T > 16 (fp64
+//     rounding: ~1e-16 relative).
+//   hc_site_mixes: pre, post, comb of H. Must not start before the H it reads is written.
+// Both take hc_site's workspace; a collapse and a mixes call may run at the same time on one
+// workspace (disjoint regions), two collapses or two mixes calls may not.
 cudaError_t hc_site_collapse(const HcExpandIn* e, float* H, const float* pre_prev,
                              const float* norm_w, float* xn, int64_t T, int hc, int64_t D,
-                             float norm_eps, cudaStream_t stream);
+                             float norm_eps, void* workspace, size_t workspace_bytes,
+                             cudaStream_t stream);
 cudaError_t hc_site_mixes(const float* H, const float* fn, const float* base, const float* scale,
                           float* pre, float* post, float* comb, int64_t T, int hc, int64_t D,
                           int sinkhorn_iters, float hc_eps, float norm_eps, void* workspace,

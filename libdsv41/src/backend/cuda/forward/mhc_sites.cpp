@@ -40,7 +40,8 @@ void MhcSites::site(const kernels::HcExpandIn* e, float* H, const MhcSiteWeights
   // pre_prev (and e's post / comb) are the previous site's mixes; H, once rewritten here, is no
   // longer read by them either.
   lane_->join(s);
-  check_part(kernels::hc_site_collapse(e, H, pre_prev, w.norm_w, xn, T, m.hc, m.D, m.norm_eps, s),
+  check_part(kernels::hc_site_collapse(e, H, pre_prev, w.norm_w, xn, T, m.hc, m.D, m.norm_eps,
+                                       workspace_, workspace_bytes_, s),
              layer, what, "collapse");
   lane_->fork(s);
   check_part(kernels::hc_site_mixes(H, w.fn, w.base, w.scale, out.pre, out.post, out.comb, T, m.hc,
