@@ -3,11 +3,12 @@
 // rms_norm(collapse(H, previous site's pre)) · norm_w, with the previous sublayer's expand folded
 // in where nothing sits between them (kernels/include/dsv41k/mhc.hpp).
 //
-// The sublayer needs only xn, and xn needs only the previous site's pre, so with `overlap` each
-// site is two launches: hc_site_collapse on the main stream, then hc_site_mixes on a side
-// stream beside the sublayer (~20 us per site on the critical path at decode was mostly the mix
-// projection and Sinkhorn: docs/perf.md). The next site's collapse, and any standalone expand,
-// first wait for the mixes they read. Both forms write the same bytes (the same blocks).
+// The sublayer needs only xn, and xn needs only the previous site's pre, so with `overlap`
+// hc_site_collapse runs on the main stream and hc_site_mixes on a side stream beside the
+// sublayer (~20 us per site on the critical path at decode was mostly the mix projection and
+// Sinkhorn: docs/perf.md); without it hc_site / hc_expand_site queue both on the main stream. The
+// next site's collapse, and any standalone expand, first wait for the mixes they read. Both forms
+// write the same bytes (the same kernels).
 #pragma once
 
 #include <cuda_runtime_api.h>
