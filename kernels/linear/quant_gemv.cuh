@@ -124,10 +124,17 @@ __device__ __forceinline__ void quant_gemv_block(
   // the kernel that writes x (common/launch.cuh): weights are never written, so under dependent
   // launch they stream in while that kernel finishes. The next kPrefetchSteps steps' lines go to
   // L2 meanwhile (one lane per 128-byte line).
+  // The step's scale bytes travel with its weights (one step ahead): loaded only when the step
+  // began, they put a full memory latency into every step after the weights had arrived, so a
+  // step took ~L + C instead of ~(L + C) / 2 (L latency, C the step's arithmetic).
+  constexpr int kScales = Fmt::kScaleSharedByRows ? 1 : R;  // scale bytes per step
   uint4 next[R];
+  uint8_t next_scale[kScales];
   if (iters > 0) {
 #pragma unroll
     for (int r = 0; r < R; ++r) next[r] = load_stream_u4(wp[r]);
+#pragma unroll
+    for (int r = 0; r < kScales; ++r) next_scale[r] = __ldg(sp[r]);
     if ((lane & 7) == 0) {
       const int steps = min(iters - 1, kGemvPrefetchSteps);
       for (int it = 1; it <= steps; ++it)
@@ -156,20 +163,19 @@ __device__ __forceinline__ void quant_gemv_block(
   int f0 = static_cast<int>(c_first) * kF4PerChunk;
   for (int it = 0; it < iters; ++it) {
     uint4 raw[R];
+    float s[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       raw[r] = next[r];
+      s[r] = e8m0_to_float(next_scale[Fmt::kScaleSharedByRows ? 0 : r]);
       wp[r] += 32 * 16;
+      sp[r] += Fmt::kScaleStep;
     }
     if (it + 1 < iters) {  // in flight while this chunk is decoded and multiplied
 #pragma unroll
       for (int r = 0; r < R; ++r) next[r] = load_stream_u4(wp[r]);
-    }
-    float s[R];
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-      s[r] = (Fmt::kScaleSharedByRows && r > 0) ? s[0] : e8m0_to_float(__ldg(sp[r]));
-      sp[r] += Fmt::kScaleStep;
+      for (int r = 0; r < kScales; ++r) next_scale[r] = __ldg(sp[r]);
     }
 #pragma unroll
     for (int sub = 0; sub < Fmt::kSubChunks; ++sub) {
