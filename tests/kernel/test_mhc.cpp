@@ -419,7 +419,11 @@ TEST_CASE("hc_site rejects unsupported arguments", "[kernel][mhc]") {
   CHECK(call(p, p, q, 1, 4, 64, 20, nullptr, wsb) == cudaErrorInvalidValue);
   CHECK(call(p, p, q, 1, 4, 64, 20, reinterpret_cast<uint8_t*>(ws) + 4, wsb) ==
         cudaErrorInvalidValue);                                          // alignment
-  CHECK(call(p, p, q, 5, 4, 64, 20, ws, wsb) == cudaErrorInvalidValue);  // workspace too small
+  // Workspace too small: sized for 4 rows, asked for 12 (5 rows fit in the 256-byte alignment
+  // slack before the split collapse's region, so 5 is not a sure overflow); and too small for the
+  // split collapse's region alone.
+  CHECK(call(p, p, q, 12, 4, 64, 20, ws, wsb) == cudaErrorInvalidValue);
+  CHECK(call(p, p, q, 1, 4, 64, 20, ws, 256) == cudaErrorInvalidValue);
 }
 
 TEST_CASE("hc_mixes matches the CPU reference", "[kernel][mhc]") {
