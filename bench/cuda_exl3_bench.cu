@@ -17,6 +17,7 @@
 #include "backend/cuda/cuda_stream.hpp"
 #include "backend/cuda/device_buffer.hpp"
 #include "backend/cuda/event_timer.hpp"
+#include "device_peak.hpp"
 #include "dsv41k/launchers.hpp"
 #include "graph_timing.hpp"
 
@@ -33,8 +34,6 @@ void check(cudaError_t e, const char* what) {
   std::exit(1);
 }
 #define BENCH_CHECK(expr) check((expr), #expr)
-
-constexpr double kH200DatasheetGBs = 4800.0;
 
 __global__ void fill_u32(uint32_t* p, size_t n, uint32_t seed) {
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
@@ -107,9 +106,12 @@ int run(int repeats) {
     std::fprintf(stderr, "dsv41_bench_cuda_exl3: no CUDA device\n");
     return 2;
   }
-  std::printf("device: %s\n", dsv41::cuda::describe(dsv41::cuda::device_info(0)).c_str());
+  const auto info = dsv41::cuda::device_info(0);
+  const dsv41::bench::DevicePeak peak = dsv41::bench::device_peak(info);
+  std::printf("device: %s; peak %s\n", dsv41::cuda::describe(info).c_str(),
+              dsv41::bench::describe(peak).c_str());
   std::printf("%-34s %2s %4s %6s %9s %9s %9s %8s\n", "case (mul1)", "K", "rows", "splits",
-              "us(graph)", "GB/s all", "GB/s trel", "%4.8TB");
+              "us(graph)", "GB/s all", "GB/s trel", "%peak");
   CudaStream stream;
   struct Shape {
     const char* name;
@@ -128,7 +130,7 @@ int run(int repeats) {
           if (splits != 0 && rows != 1) continue;
           const Result r = bench(sh.matrices, sh.k, sh.n, K, rows, splits, repeats, stream.get());
           std::printf("%-34s %2d %4d %6d %9.2f %9.0f %9.0f %7.1f%%\n", sh.name, K, rows, splits,
-                      r.us, r.gbs_all, r.gbs_trellis, 100.0 * r.gbs_all / kH200DatasheetGBs);
+                      r.us, r.gbs_all, r.gbs_trellis, 100.0 * r.gbs_all / peak.gbs);
         }
       }
     }

@@ -12,7 +12,7 @@
 // Bytes per step = every non-routed weight except the embedding table + the distinct routed
 // experts of the step (R = 1: top-k per layer; R > 1: the expected distinct count k' = E·(1 -
 // (1 - k/E)^R) under uniform routing, which random weights give) — KV reads (< 0.1 % at 32k) are
-// left out. Floor = bytes / 4.8 TB/s.
+// left out. Floor = bytes / the card's datasheet bandwidth (bench/device_peak.hpp).
 // Usage: dsv41_bench_cuda_forward DIR [contexts=0,8192,32768] [rows=1,2,6,16] [repeats=20]
 //                                 [chunk=2048] [capture=ROWS] [x=fp32|bf16x2|bf16] [gemv=cuda-core]
 //                                 [pdl=0] [streams=1]
@@ -37,6 +37,7 @@
 #include "backend/cuda/forward/cuda_transformer.hpp"
 #include "backend/cuda/forward/device_engram.hpp"
 #include "backend/cuda/forward/forward_workspace.hpp"
+#include "device_peak.hpp"
 #include "dsv41k/launchers.hpp"
 #include "model/transformer.hpp"
 
@@ -44,9 +45,6 @@ namespace {
 
 using dsv41::cuda::CudaTransformer;
 using dsv41::cuda::DeviceSequence;
-
-constexpr double kH200GBs = 4800.0;
-constexpr double kH200Bf16Tflops = 989.0;  // dense bf16 tensor peak (datasheet, no sparsity)
 
 std::vector<int64_t> parse_list(const char* s) {
   std::vector<int64_t> v;
@@ -217,7 +215,10 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "dsv41_bench_cuda_forward: no CUDA device\n");
     return 1;
   }
-  std::printf("device: %s\n", dsv41::cuda::describe(dsv41::cuda::device_info(0)).c_str());
+  const auto info = dsv41::cuda::device_info(0);
+  const dsv41::bench::DevicePeak peak = dsv41::bench::device_peak(info);
+  std::printf("device: %s; peak %s\n", dsv41::cuda::describe(info).c_str(),
+              dsv41::bench::describe(peak).c_str());
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<dsv41::Transformer> cpu = dsv41::Transformer::load(dir, 0);
   const double cpu_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -280,10 +281,12 @@ int run(int argc, char** argv) {
       const double ms = timer.elapsed_ms();
       const double tps = chunk / (ms / 1000.0);
       const double tflops = 2.0 * params_per_token * tps / 1e12;
+      char pct[32] = "n/a";
+      if (peak.bf16_tflops > 0)
+        std::snprintf(pct, sizeof pct, "%.2f %%", 100.0 * tflops / peak.bf16_tflops);
       char line[256];
-      std::snprintf(line, sizeof line, "| %lld | %lld | %.1f | %.0f | %.1f | %.2f %% |",
-                    static_cast<long long>(c), static_cast<long long>(chunk), ms, tps, tflops,
-                    100.0 * tflops / kH200Bf16Tflops);
+      std::snprintf(line, sizeof line, "| %lld | %lld | %.1f | %.0f | %.1f | %s |",
+                    static_cast<long long>(c), static_cast<long long>(chunk), ms, tps, tflops, pct);
       prefill_lines.push_back(line);
     }
     if (c == contexts.front()) {  // where a prefill chunk's device time goes (once: it is slow)
@@ -312,7 +315,7 @@ int run(int argc, char** argv) {
       const double distinct =
           R == 1 ? k : E * (1.0 - std::pow(1.0 - k / E, static_cast<double>(R)));
       const double bytes = dense + distinct * L * rep.expert_bytes;
-      const double floor_ms = bytes / (kH200GBs * 1e9) * 1e3;
+      const double floor_ms = bytes / (peak.gbs * 1e9) * 1e3;
       std::printf("| %lld | %lld | %.3f | %.3f | %.1f | %.2f | %.3f | %.0f %% | %.0f %% |\n",
                   static_cast<long long>(seq.pos()), static_cast<long long>(R), host[ri], graph_ms,
                   graph_ms * 1000.0 / L, bytes / 1e9, floor_ms, 100.0 * floor_ms / graph_ms,
@@ -343,8 +346,8 @@ int run(int argc, char** argv) {
       std::printf("\n  routed experts %.2f GB in %.3f ms = %.0f GB/s (%.1f %% of %.1f TB/s)\n",
                   distinct * L * rep.expert_bytes / 1e9, routed_ms,
                   distinct * L * rep.expert_bytes / (routed_ms * 1e6),
-                  100.0 * distinct * L * rep.expert_bytes / (routed_ms * 1e6) / kH200GBs,
-                  kH200GBs / 1000.0);
+                  100.0 * distinct * L * rep.expert_bytes / (routed_ms * 1e6) / peak.gbs,
+                  peak.gbs / 1000.0);
     }
   }
   std::printf("\nEngram block at released dims (x2 per step: layers 1 and 14), graph replay:\n\n");
@@ -353,7 +356,7 @@ int run(int argc, char** argv) {
     const double ms = engram_block_ms(cpu->config(), R, repeats);
     const double b = 25600.0 * 6144 * (1 + 1.0 / 1024) + R * 24 * 264.0;
     std::printf("| %lld | %.3f | %.1f | %.0f %% |\n", static_cast<long long>(R), ms, b / 1e6,
-                100.0 * (b / (kH200GBs * 1e9) * 1e3) / ms);
+                100.0 * (b / (peak.gbs * 1e9) * 1e3) / ms);
   }
   std::printf("\nprefill (one chunk, logits of every row computed on the device):\n\n");
   std::printf(

@@ -2,10 +2,10 @@
 // model shapes.
 // Counts the fewest bytes one call must move (weights + scales + x + y), times with CUDA events
 // over a CUDA graph of back-to-back calls that rotate through enough weight copies to defeat L2
-// (>= 4x its size), and reports the median over repeats against the 4.8 TB/s datasheet figure
-// and the device-to-device copy rate measured in the same process (read + write bytes).
-// Usage: dsv41_bench_cuda_linear [repeats=30]
-// No fmt here (nor core/check.hpp, which includes it): fmt 9's headers do not compile under nvcc.
+// (>= 4x its size), and reports the median over repeats against the card's datasheet bandwidth
+// (device_peak.hpp) and the device-to-device copy rate measured in the same process (read + write
+// bytes). Usage: dsv41_bench_cuda_linear [repeats=30] No fmt here (nor core/check.hpp, which
+// includes it): fmt 9's headers do not compile under nvcc.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -19,6 +19,7 @@
 #include "backend/cuda/cuda_stream.hpp"
 #include "backend/cuda/device_buffer.hpp"
 #include "backend/cuda/event_timer.hpp"
+#include "device_peak.hpp"
 #include "dsv41k/launchers.hpp"
 #include "graph_timing.hpp"
 
@@ -35,7 +36,6 @@ void check(cudaError_t e, const char* what) {
 }
 #define BENCH_CHECK(expr) check((expr), #expr)
 
-constexpr double kH200DatasheetGBs = 4800.0;
 constexpr double kGb10MeasuredGBs = 232.0;  // saturating read kernel, performance-anchors.md §2.1
 
 // Pseudo-random bytes offset + (splitmix64(index) & mask): mask 0x77 keeps e4m3 codes finite,
@@ -150,11 +150,13 @@ int run(int repeats) {
   const auto info = dsv41::cuda::device_info(0);
   CudaStream stream;
   const double ceiling = copy_ceiling_gbs(stream.get());
-  std::printf("device: %s\n", dsv41::cuda::describe(info).c_str());
+  const dsv41::bench::DevicePeak peak = dsv41::bench::device_peak(info);
+  std::printf("device: %s; peak %s\n", dsv41::cuda::describe(info).c_str(),
+              dsv41::bench::describe(peak).c_str());
   std::printf("D2D copy ceiling (read+write): %.0f GB/s = %.1f%% of %.0f GB/s datasheet\n", ceiling,
-              100.0 * ceiling / kH200DatasheetGBs, kH200DatasheetGBs);
+              100.0 * ceiling / peak.gbs, peak.gbs);
   std::printf("%-28s %4s %10s %10s %9s %8s %8s %12s\n", "shape", "rows", "us(graph)", "us(stream)",
-              "GB/s", "%4.8TB", "%copy", "GB10 us*");
+              "GB/s", "%peak", "%copy", "GB10 us*");
   const Shape shapes[] = {
       {"fp8 wq_b [32768,1280]", false, 32768, 1280},
       {"fp8 wo_b [5120,8192]", false, 5120, 8192},
@@ -174,8 +176,7 @@ int run(int repeats) {
       const double bytes = r.gbs * 1e9 * r.us_graph * 1e-6;
       const double gb10_us = bytes / (std::min(frac, 1.0) * kGb10MeasuredGBs * 1e9) * 1e6;
       std::printf("%-28s %4d %10.2f %10.2f %9.0f %7.1f%% %7.1f%% %12.1f\n", sh.name, rows,
-                  r.us_graph, r.us_stream, r.gbs, 100.0 * r.gbs / kH200DatasheetGBs, 100.0 * frac,
-                  gb10_us);
+                  r.us_graph, r.us_stream, r.gbs, 100.0 * r.gbs / peak.gbs, 100.0 * frac, gb10_us);
     }
   }
   std::printf("* projected GB10 time per call = bytes / (%%copy x 232 GB/s); not measured\n");

@@ -18,6 +18,7 @@
 #include "backend/cuda/cuda_stream.hpp"
 #include "backend/cuda/device_buffer.hpp"
 #include "backend/cuda/event_timer.hpp"
+#include "device_peak.hpp"
 #include "dsv41k/moe.hpp"
 #include "graph_timing.hpp"
 
@@ -34,8 +35,6 @@ void check(cudaError_t e, const char* what) {
   std::exit(1);
 }
 #define BENCH_CHECK(expr) check((expr), #expr)
-
-constexpr double kH200DatasheetGBs = 4800.0;
 
 __global__ void fill_u32(uint32_t* p, size_t n, uint32_t seed) {
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
@@ -159,9 +158,12 @@ int run(int repeats) {
     std::fprintf(stderr, "dsv41_bench_cuda_moe: no CUDA device\n");
     return 2;
   }
-  std::printf("device: %s\n", dsv41::cuda::describe(dsv41::cuda::device_info(0)).c_str());
+  const auto info = dsv41::cuda::device_info(0);
+  const dsv41::bench::DevicePeak peak = dsv41::bench::device_peak(info);
+  std::printf("device: %s; peak %s\n", dsv41::cuda::describe(info).c_str(),
+              dsv41::bench::describe(peak).c_str());
   std::printf("%-34s %5s %4s %9s %9s %8s %9s %9s %8s\n", "case (grouped fp4)", "descs", "rows",
-              "us(graph)", "GB/s", "%4.8TB", "tc us", "tc GB/s", "tc %");
+              "us(graph)", "GB/s", "%peak", "tc us", "tc GB/s", "tc %");
   CudaStream stream;
   struct Shape {
     const char* name;
@@ -177,13 +179,13 @@ int run(int repeats) {
       const Result r = bench(sh.descs, sh.out, sh.in, rows, false, repeats, stream.get());
       const Result t = bench(sh.descs, sh.out, sh.in, rows, true, repeats, stream.get());
       std::printf("%-34s %5d %4d %9.2f %9.0f %7.1f%% %9.2f %9.0f %7.1f%%\n", sh.name, sh.descs,
-                  rows, r.us, r.gbs, 100.0 * r.gbs / kH200DatasheetGBs, t.us, t.gbs,
-                  100.0 * t.gbs / kH200DatasheetGBs);
+                  rows, r.us, r.gbs, 100.0 * r.gbs / peak.gbs, t.us, t.gbs,
+                  100.0 * t.gbs / peak.gbs);
     }
   // EXL3 at the Spark mix: six experts of K 2, 3, 5, 2, 3, 2 (2.83 bits per weight) per step, and
   // single-K batches to compare with exl3_gemv's host-list table (docs/perf.md).
   std::printf("%-34s %5s %4s %9s %9s %8s\n", "case (grouped exl3)", "descs", "rows", "us(graph)",
-              "GB/s", "%4.8TB");
+              "GB/s", "%peak");
   struct XCase {
     const char* name;
     int descs, per_expert;
@@ -201,7 +203,7 @@ int run(int repeats) {
       const Result r =
           bench_exl3(c.descs, c.per_expert, c.out, c.in, c.Ks, rows, repeats, stream.get());
       std::printf("%-34s %5d %4d %9.2f %9.0f %7.1f%%\n", c.name, c.descs, rows, r.us, r.gbs,
-                  100.0 * r.gbs / kH200DatasheetGBs);
+                  100.0 * r.gbs / peak.gbs);
     }
   return 0;
 }
