@@ -3,16 +3,19 @@
 // every head reads the same keys (one K=V head, §2.2): the key list of token t is a virtual
 // array of window + topk slots, slot j < window = position first + j (FP8 ring slot p % capacity,
 // or this call's packed row p - pos0), slot window + i = selection id i (FP4 compressed entry),
-// unused slots (j >= positions in the window, id -1) masked. The slots are cut into tiles of 32
+// unused slots (j >= positions in the window, id -1) masked. The slots are cut into tiles of 16
 // and the tiles into `splits` contiguous ranges; a block owns (token, split, group of 8 heads),
 // decodes each tile once into shared memory as fp32 and runs the online softmax over it:
-//   scores   warp = head, lane = key, fp32 FMA over head_dim (float4 smem reads)
+//   scores   warp = head, lanes l and l + 16 = key l, each half of head_dim (fp32 FMA, float4
+//            smem reads), the halves added in order
 //   rescale  m' = max(m, tile max), acc·exp(m - m'), l·exp(m - m') + Σ exp(s - m')
 //   values   thread = (head, 4 channels), acc += Σ_j p_j·k_j
 // With one split the block adds the sink and normalises; else it writes (m, l, acc) and
 // combine_kernel merges the splits with the sink. Whichever writes o applies the inverse RoPE on
 // the way out (one launch per layer fewer at decode; the prefill kernel uses rope_rotate).
-// Decode of one token at the released dims: 20 tiles × 8 head groups = 160 blocks. Calls of
+// Decode of one token at the released dims: 40 tiles × 8 head groups = 320 blocks of one tile
+// each (a block's phases are latency-bound at 1-2 blocks per SM: with 32-key tiles one tile took a
+// block ~30 us under ncu on an H100, the whole kernel's time; 16 keys halve every phase). Calls of
 // T >= 32 tokens with head_dim 64/128/256/512 go to the tensor-core kernel instead (attend_tc.cu).
 // An out-of-range selection id makes every row of its token NaN (the reference throws).
 #include <cmath>
@@ -27,12 +30,14 @@
 namespace dsv41::kernels {
 namespace {
 
-constexpr int kTile = 32;     // key slots per tile (one per lane in the score pass)
+constexpr int kTile = 16;     // key slots per tile (two lanes each in the score pass)
 constexpr int kHeadsBlk = 8;  // heads per block (one warp each in the score pass)
 constexpr int kThreads = 32 * kHeadsBlk;
 constexpr int kMaxHeadDim = 512;  // acc registers: kHeadsBlk·head_dim/4 float4 over 256 threads
 constexpr int kAccPerThread = kHeadsBlk * kMaxHeadDim / 4 / kThreads;  // 4
-constexpr int kTargetBlocks = 256;  // enough blocks to fill 132 (H200) or 48 (GB10) SMs twice
+// Blocks to aim for: a 1-row step at the released dims gets one tile per block (40 splits × 8
+// head groups); the block-level phases, not the SM count, set the time there.
+constexpr int kTargetBlocks = 512;
 
 using detail::AttendArgs;
 
@@ -89,25 +94,26 @@ __global__ void __launch_bounds__(kThreads) attend_kernel(AttendArgs a) {
       *reinterpret_cast<float4*>(ks + e * KS + c) = v;
     }
     __syncthreads();
-    // Scores and the online-softmax update of this warp's head.
+    // Scores and the online-softmax update of this warp's head: lanes key and key + 16 hold the
+    // two halves of the dot and then the same score.
     if (warp < heads) {
-      const bool valid = src[lane] != nullptr;
-      float s = -INFINITY;
+      const int key = lane % kTile, half = lane / kTile;
+      const bool valid = src[key] != nullptr;
+      float part = 0.0f;
       if (valid) {
-        const float4* q4 = reinterpret_cast<const float4*>(qs + warp * D);
-        const float4* k4 = reinterpret_cast<const float4*>(ks + lane * KS);
-        // 8 independent FMA chains (per float4 component, even / odd chunk) of n4/2 steps
-        // instead of 2 of 256: prefill attention core 812 -> 790 ms per 2048 chunk, decode
-        // unchanged (the score pass is not what limits the 1-row step; H200). Any order meets
-        // the bound (docs/kernels.md).
+        const int n4h = n4 / 2;  // float4s per half (D % 32 == 0)
+        const float4* q4 = reinterpret_cast<const float4*>(qs + warp * D) + half * n4h;
+        const float4* k4 = reinterpret_cast<const float4*>(ks + key * KS) + half * n4h;
+        // 8 independent FMA chains (per float4 component, even / odd chunk). Any order meets the
+        // bound (docs/kernels.md).
         float4 d0 = make_float4(0.f, 0.f, 0.f, 0.f), d1 = d0;
-        for (int c = 0; c < n4; c += 2) {
+        for (int c = 0; c < n4h; c += 2) {
           const float4 qa = q4[c], ka = k4[c];
           d0.x = fmaf(qa.x, ka.x, d0.x);
           d0.y = fmaf(qa.y, ka.y, d0.y);
           d0.z = fmaf(qa.z, ka.z, d0.z);
           d0.w = fmaf(qa.w, ka.w, d0.w);
-          if (c + 1 < n4) {
+          if (c + 1 < n4h) {
             const float4 qb = q4[c + 1], kb = k4[c + 1];
             d1.x = fmaf(qb.x, kb.x, d1.x);
             d1.y = fmaf(qb.y, kb.y, d1.y);
@@ -115,10 +121,15 @@ __global__ void __launch_bounds__(kThreads) attend_kernel(AttendArgs a) {
             d1.w = fmaf(qb.w, kb.w, d1.w);
           }
         }
-        s = __fmul_rn(((d0.x + d1.x) + (d0.y + d1.y)) + ((d0.z + d1.z) + (d0.w + d1.w)), a.scale);
+        part = ((d0.x + d1.x) + (d0.y + d1.y)) + ((d0.z + d1.z) + (d0.w + d1.w));
       }
+      const float other = __shfl_xor_sync(0xffffffffu, part, kTile);
+      const float s =
+          valid ? __fmul_rn(half == 0 ? part + other : other + part, a.scale) : -INFINITY;
+      // Reductions over the tile's keys: offsets < kTile stay within each half (same values).
       float mt = s;
-      for (int off = 16; off > 0; off /= 2) mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, off));
+      for (int off = kTile / 2; off > 0; off /= 2)
+        mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, off));
       const float m_new = fmaxf(m_run, mt);
       float p = 0.0f, al = 1.0f;
       if (m_new != -INFINITY) {
@@ -126,13 +137,13 @@ __global__ void __launch_bounds__(kThreads) attend_kernel(AttendArgs a) {
         al = m_run == -INFINITY ? 0.0f : expf(m_run - m_new);
       }
       float sum = p;
-      for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+      for (int off = kTile / 2; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
       l_run = l_run * al + sum;
       m_run = m_new;
-      ps[warp * kTile + lane] = p;
+      if (half == 0) ps[warp * kTile + key] = p;
       if (lane == 0) alpha[warp] = al;
     } else if (warp < kHeadsBlk) {
-      ps[warp * kTile + lane] = 0.0f;
+      if (lane < kTile) ps[warp * kTile + lane] = 0.0f;
       if (lane == 0) alpha[warp] = 1.0f;
     }
     __syncthreads();
