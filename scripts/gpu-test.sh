@@ -6,7 +6,7 @@
 #   BUILD_DIR      build directory (default build-gpu)
 #   JOBS           parallel build jobs (default nproc)
 #   DEPS_PREFIX    extra install prefix for headers/libraries the host lacks (fmt, simdjson,
-#                  PCRE2, utf8proc, Catch2 v2), laid out like /usr: the lent H200 machine has no
+#                  PCRE2, utf8proc, Catch2 v2), laid out like /usr: the lent GPU machine has no
 #                  apt, so the Debian files travel there as .gpu-deps/usr (docs/kernels.md)
 #   BENCH          1 (default) runs the benchmarks after the tests, 0 skips them
 #   BENCH_REPEATS  timed repeats per benchmark cell (default 30)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Copies the Debian headers, libraries, CMake and pkg-config files that scripts/gpu-test.sh needs
-# into .gpu-deps/usr (ignored by git), for machines without apt such as the lent H200: carry the
-# folder there and run `DEPS_PREFIX=.gpu-deps/usr scripts/gpu-test.sh` (docs/kernels.md).
+# into .gpu-deps/usr (ignored by git), for machines without apt such as the lent GPU machine:
+# carry the folder there (the device tool's `carry: [".gpu-deps"]`: it is ignored, so it does not
+# travel otherwise) and run `DEPS_PREFIX=.gpu-deps/usr scripts/gpu-test.sh` (docs/kernels.md).
 # Needs the packages of scripts/setup.sh installed here; ~14 MB.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
