@@ -96,10 +96,11 @@ void run_dense(DenseWeight f, int64_t out, int64_t in,
 TEST_CASE("dense_gemv matches Linear at tiny shapes", "[kernel][linear]") {
   if (skip_without_gpu()) return;
   // out not a multiple of the 8 warps per block; in below, at and above one 256-element lane
-  // sweep, and not a multiple of 256.
+  // sweep, and not a multiple of 256; 1, 2, 4 and 8 warps per output row ({40, 264}: 2 sweeps,
+  // 2 warps; {3, 1024}: 4; {130, 4096} and {5, 2056}: 8, the last sweep short for some).
   for (DenseWeight f : {DenseWeight::kBF16, DenseWeight::kF32})
     for (auto [out, in] : std::vector<std::pair<int64_t, int64_t>>{
-             {1, 8}, {3, 24}, {37, 96}, {9, 256}, {40, 264}, {130, 4096}, {5, 2056}}) {
+             {1, 8}, {3, 24}, {37, 96}, {9, 256}, {40, 264}, {3, 1024}, {130, 4096}, {5, 2056}}) {
       CAPTURE(out, in);
       run_dense(f, out, in);
     }
@@ -109,6 +110,9 @@ TEST_CASE("dense_gemv matches Linear at model shapes", "[kernel][linear]") {
   if (skip_without_gpu()) return;
   run_dense(DenseWeight::kF32, 384, 5120);     // ffn.gate (fp32 after load)
   run_dense(DenseWeight::kBF16, 16384, 5120);  // a 16k-row slice of the BF16 head
+  run_dense(DenseWeight::kBF16, 32, 5120);     // indexer.weights_proj
+  run_dense(DenseWeight::kBF16, 512, 5120);    // compressor.wkv / wgate
+  run_dense(DenseWeight::kBF16, 128, 512);     // indexer.wk
 }
 
 TEST_CASE("bf16_gemm matches Linear at tiny and model shapes", "[kernel][linear][gemm]") {
