@@ -15,7 +15,6 @@ struct Fp4Row32 {
   // decode() yields e2m1 · 2^-14 (see below); the exact 2^14 goes onto each 16-value sum.
   static constexpr float kScalePostMul = 16384.0f;
   static constexpr bool kScaleSharedByRows = false;
-  static constexpr int kSwizzleMask = 7;
 
   // Nibbles at bits [0,4) and [16,20) of v -> f16x2 by placing the code's exponent/mantissa bits
   // (e1 e0 m) at f16 bits 11..9 and its sign at bit 15. As f16 that reads 2^(E-15)·(1 + m/2) for

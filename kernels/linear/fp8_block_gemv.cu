@@ -16,7 +16,6 @@ struct Fp8Block32 {
   static constexpr int kSubChunks = 1;
   static constexpr float kScalePostMul = 1.0f;
   static constexpr bool kScaleSharedByRows = true;
-  static constexpr int kSwizzleMask = 3;
 
   // Two e4m3 bytes -> f16x2 in one hardware conversion (sm_89+, exact: e4m3 ⊂ f16, NaN kept),
   // then f16 -> f32 (exact).

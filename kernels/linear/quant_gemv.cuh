@@ -68,12 +68,21 @@ __device__ __forceinline__ float dot16(const float (&a)[16], const float (&b)[16
   return acc;
 }
 
-// x[t, 4f .. 4f + 4) as float4 `f` of row t. Staged in shared memory, float4 f of a row sits at
-// f ^ ((f >> 3) & kMask): the 8 lanes of one 128-bit shared-load phase read float4s 4 (FP8) or 8
-// (FP4) apart, which without the swizzle fall into 2 (or 1) of the 8 16-byte bank groups.
-template <int kMask>
-__device__ __forceinline__ int x_swizzle(int f) {
-  return f ^ ((f >> 3) & kMask);
+// Staged x: float4 f of a row sits at f + f / 8 (16 bytes of padding per 128). The 8 lanes of one
+// 128-bit shared-load phase read float4 F·c + j of 8 consecutive chunks c (F = 8 FP4, 4 FP8; j <
+// F): unpadded those fall into 1 (FP4) or 2 (FP8) of the 8 16-byte bank groups, padded into 8
+// different ones. F·c + j and F·c lie in the same 8-float4 group (F·c is 4 or 8 times c, j < F),
+// so x_pad(F·c + j) = x_pad(F·c) + j: a lane reads at compile-time offsets from one pointer that
+// advances by 36·F float4s per step (32 chunks); the XOR swizzle this replaced cost ~4 instructions
+// per 128-bit load (`cuobjdump -sass` of the 1-row FP4 loop: 32 of 368 per step).
+__host__ __device__ constexpr int x_pad(int f) { return f + (f >> 3); }
+// float4s per staged x row (the last padded index + 1, rounded up).
+__host__ __device__ constexpr int64_t staged_row_f4(int64_t in) {
+  return in / 4 + (in / 4 + 7) / 8;
+}
+// Bytes of `rows` staged x rows.
+__host__ __device__ constexpr int64_t staged_x_bytes(int64_t rows, int64_t in) {
+  return rows * staged_row_f4(in) * 16;
 }
 
 // Format policy (Fmt):
@@ -81,12 +90,11 @@ __device__ __forceinline__ int x_swizzle(int f) {
 //   kSubChunks                groups of 16 elements per chunk
 //   kScalePostMul             factor the decoded values are short of (applied per sub-chunk sum)
 //   kScaleSharedByRows        one scale for the R rows of a warp (FP8 32-row blocks)
-//   kSwizzleMask              x_swizzle mask (3 FP8: in % 16 == 0; 7 FP4: in % 32 == 0)
 //   decode(chunk, sub, out)   16 fp32 values (unscaled) of sub-chunk `sub`
 //   scale_ptr(scale, o, c, in)  address of the E8M0 scale of output row o, chunk c
 //   kScaleStep                scale bytes from chunk c to chunk c + 32 (same row)
 //
-// kStageX: x [rows, in] is first copied into shared memory (rows · in · 4 bytes <= 48 KB), so the
+// kStageX: x [rows, in] is first copied into shared memory (staged_x_bytes <= 48 KB), so the
 // per-lane 64-byte x reads cost one bank pass per quarter warp instead of 16 L1 lines per load.
 // The work of block `block` (row groups [block · groups, ...)); also the body of the grouped
 // routed-expert GEMV (kernels/moe/moe_grouped_fp4_gemv.cu).
@@ -95,7 +103,7 @@ __device__ __forceinline__ void quant_gemv_block(
     const float* __restrict__ x, const uint8_t* __restrict__ w, const uint8_t* __restrict__ scale,
     float* __restrict__ y, int rows, int64_t out, int64_t in, int ksplit, int64_t block,
     int64_t x_stride, int64_t y_stride, const GemvRope& rope = GemvRope{}) {
-  extern __shared__ float4 xs[];  // kStageX: [rows][in / 4], swizzled per row
+  extern __shared__ float4 xs[];  // kStageX: [rows][staged_row_f4(in)], padded (x_pad)
   __shared__ float red[kGemvWarps][T * R];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int groups = kGemvWarps / ksplit, group = warp / ksplit, part = warp % ksplit;
@@ -107,6 +115,7 @@ __device__ __forceinline__ void quant_gemv_block(
   const int64_t c_end = min(chunks, (part + 1) * per);
   const int iters = c_first < c_end ? static_cast<int>((c_end - c_first + 31) / 32) : 0;
   const int n4 = static_cast<int>(in / 4);
+  const int sx4 = static_cast<int>(staged_row_f4(in));  // staged row stride in float4s
   const int64_t xs4 = x_stride / 4;  // float4s from one x row to the next (x_stride % 4 == 0)
 
   // Per-row weight and scale cursors, advanced by 32 chunks per step (index math stays out of
@@ -150,16 +159,16 @@ __device__ __forceinline__ void quant_gemv_block(
     // 1-row routed-expert block's instructions, and this copy is on every block's critical path.
     for (int t = 0; t < rows; ++t) {
       const float4* xt = reinterpret_cast<const float4*>(x) + t * xs4;
-      float4* st = xs + t * n4;
+      float4* st = xs + t * sx4;
       int f = threadIdx.x;
       for (; f + 3 * kGemvThreads < n4; f += 4 * kGemvThreads) {
         float4 v[4];
 #pragma unroll
         for (int j = 0; j < 4; ++j) v[j] = __ldg(xt + f + j * kGemvThreads);
 #pragma unroll
-        for (int j = 0; j < 4; ++j) st[x_swizzle<Fmt::kSwizzleMask>(f + j * kGemvThreads)] = v[j];
+        for (int j = 0; j < 4; ++j) st[x_pad(f + j * kGemvThreads)] = v[j];
       }
-      for (; f < n4; f += kGemvThreads) st[x_swizzle<Fmt::kSwizzleMask>(f)] = __ldg(xt + f);
+      for (; f < n4; f += kGemvThreads) st[x_pad(f)] = __ldg(xt + f);
     }
     __syncthreads();
   }
@@ -171,7 +180,9 @@ __device__ __forceinline__ void quant_gemv_block(
     for (int r = 0; r < R; ++r) acc[t][r] = 0.0f;
 
   constexpr int kF4PerChunk = Fmt::kElemsPerChunk / 4;  // x float4s per weight chunk
+  static_assert(kF4PerChunk == 4 || kF4PerChunk == 8, "x_pad offsets need F in {4, 8}");
   int f0 = static_cast<int>(c_first) * kF4PerChunk;
+  int xl = x_pad(f0);  // kStageX: this lane's chunk in row 0 (float4 index: 32-bit addressing)
   for (int it = 0; it < iters; ++it) {
     uint4 raw[R];
     float s[R];
@@ -200,7 +211,7 @@ __device__ __forceinline__ void quant_gemv_block(
 #pragma unroll
           for (int q = 0; q < 4; ++q) {
             const int f = f0 + 4 * sub + q;
-            const float4 v = kStageX ? xs[t * n4 + x_swizzle<Fmt::kSwizzleMask>(f)]
+            const float4 v = kStageX ? xs[xl + t * sx4 + 4 * sub + q]
                                      : __ldg(reinterpret_cast<const float4*>(x) + t * xs4 + f);
             xv[4 * q + 0] = v.x;
             xv[4 * q + 1] = v.y;
@@ -216,6 +227,7 @@ __device__ __forceinline__ void quant_gemv_block(
       }
     }
     f0 += 32 * kF4PerChunk;
+    xl += 36 * kF4PerChunk;  // x_pad(f0 + 32 F) - x_pad(f0)
   }
 
 #pragma unroll
@@ -335,10 +347,10 @@ inline int gemv_ksplit(int64_t row_groups, int64_t chunks, int sm_count) {
 }
 
 // x is staged in shared memory when it fits the default 48 KB per block beside the kernel's static
-// reduction buffer (no opt-in, so the same rule holds on GB10's 99 KB): rows · in · 4 bytes +
-// kGemvWarps · T · R · 4, e.g. in = 1280 up to 9 rows, in = 8192 1 row. (Counting x alone let
-// rows · in · 4 = exactly 48 KB through — Engram's wkv, in = 6144 at 2 rows — and the launch
-// failed with cudaErrorInvalidValue.)
+// reduction buffer (no opt-in, so the same rule holds on GB10's 99 KB): staged_x_bytes(rows, in) +
+// kGemvWarps · T · R · 4, e.g. in = 1280 up to 8 rows, in = 5120 2 rows, in = 8192 1 row.
+// (Counting x alone let rows · in · 4 = exactly 48 KB through — Engram's wkv, in = 6144 at 2 rows
+// — and the launch failed with cudaErrorInvalidValue.)
 inline constexpr int64_t kGemvStageXBytes = 48 * 1024;
 template <int T, int R>
 constexpr int64_t gemv_stage_limit() {
@@ -359,7 +371,7 @@ cudaError_t launch_quant_gemv(const float* x, const uint8_t* w, const uint8_t* s
   const int64_t per_group = (row_groups + groups_per_block - 1) / groups_per_block;
   const int64_t blocks = per_group * groups;
   if (blocks > 0x7FFFFFFF) return cudaErrorInvalidValue;
-  const int64_t x_bytes = int64_t{rows} * in * 4;
+  const int64_t x_bytes = staged_x_bytes(rows, in);
   const unsigned grid = static_cast<unsigned>(blocks);
   if (T <= 8 && x_bytes <= gemv_stage_limit<T, R>()) {
     (void)launch_kernel(quant_gemv_kernel<Fmt, T, R, (T <= 8)>, grid, kGemvThreads, x_bytes, stream,
@@ -391,7 +403,7 @@ cudaError_t launch_quant_gemv_multi(const float* x, GemvJobs jobs, int rows, int
     if (j < jobs.n) blocks += ((jobs.out[j] + R - 1) / R + groups_per_block - 1) / groups_per_block;
   }
   if (blocks > 0x7FFFFFFF) return cudaErrorInvalidValue;
-  const int64_t x_bytes = int64_t{rows} * in * 4;
+  const int64_t x_bytes = staged_x_bytes(rows, in);
   const unsigned grid = static_cast<unsigned>(blocks);
   const bool stage = T <= 8 && x_bytes <= gemv_stage_limit<T, R>();
   const bool rope = jobs.rope0.inv_freq != nullptr;

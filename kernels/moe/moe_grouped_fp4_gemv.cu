@@ -97,7 +97,7 @@ cudaError_t launch(const MoeGemvDesc* desc, int n_desc, const float* x, float* y
   const int64_t blocks = (row_groups + groups_per_block - 1) / groups_per_block;
   if (blocks > 0x7FFFFFFF) return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(n_desc));
-  const int64_t x_bytes = int64_t{T} * in * 4;
+  const int64_t x_bytes = detail::staged_x_bytes(T, in);
   if (T <= 8 && x_bytes <= detail::gemv_stage_limit<T, R>()) {
     (void)detail::launch_kernel(grouped_fp4_gemv_kernel<T, R, (T <= 8)>, grid, kGemvThreads,
                                 x_bytes, stream, desc, x, y, out, in, ksplit);
@@ -123,11 +123,11 @@ cudaError_t launch_rows(const MoeGemvDesc* desc, int n_desc, const float* x, flo
   constexpr int64_t kStatic = int64_t{kGemvWarps} * 2 * 4 * (2 * kMaxT - 1);
   int stage_rows = 0;
   for (int t = 1; t <= 8 && t <= kMaxT; t *= 2)
-    if (int64_t{t} * in * 4 <= detail::kGemvStageXBytes - kStatic) stage_rows = t;
+    if (detail::staged_x_bytes(t, in) <= detail::kGemvStageXBytes - kStatic) stage_rows = t;
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(n_desc));
   return detail::launch_kernel(grouped_fp4_gemv_rows_kernel<kMaxT>, grid, kGemvThreads,
-                               int64_t{stage_rows} * in * 4, stream, desc, x, y, out, in, ksplit,
-                               stage_rows);
+                               detail::staged_x_bytes(stage_rows, in), stream, desc, x, y, out, in,
+                               ksplit, stage_rows);
 }
 
 }  // namespace
