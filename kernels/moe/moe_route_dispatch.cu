@@ -29,14 +29,26 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ detail::PermuteShared psh;
   __shared__ detail::DescribeShared dsh;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (warp < route_warps) {
-    float* score = route_sh + static_cast<int64_t>(warp) * (2 * p.E + p.k);
-    float* biased = score + p.E;
-    int* order = reinterpret_cast<int*>(biased + p.E);
-    for (int64_t t = warp; t < T; t += route_warps)
-      detail::route_token(p, t, lane, score, biased, order);
+  // Tokens in rounds of route_warps: every thread computes scores (one (token, expert) pair at a
+  // time), then warp w selects the top-k of the round's token w. At one token the scores on one
+  // warp were a chain of E / 32 = 12 fp64 exp + log1p evaluations per lane.
+  for (int64_t t0 = 0; t0 < T; t0 += route_warps) {
+    const int nt = static_cast<int>(min(static_cast<int64_t>(route_warps), T - t0));
+    for (int i = threadIdx.x; i < nt * p.E; i += blockDim.x) {
+      const int w = i / p.E, e = i - w * p.E;
+      float* score = route_sh + static_cast<int64_t>(w) * (2 * p.E + p.k);
+      detail::route_score(p, t0 + w, e, score, score + p.E);
+    }
+    __syncthreads();
+    if (warp < nt) {
+      const float* score = route_sh + static_cast<int64_t>(warp) * (2 * p.E + p.k);
+      int* order =
+          reinterpret_cast<int*>(route_sh + static_cast<int64_t>(warp) * (2 * p.E + p.k) + 2 * p.E);
+      detail::route_select(p, t0 + warp, lane, score, score + p.E, order);
+    }
+    __syncthreads();  // the slots are refilled next round
   }
-  __syncthreads();  // ids / weights (global, this block's writes) complete
+  // ids / weights (global, this block's writes) are complete after the last round's barrier.
   detail::permute_block(p.ids, p.weights, static_cast<int>(T * p.k), p.k, expert_begin, n_local,
                         counts, offsets, slot_token, slot_weight, inv, psh);
   for (int i = 0; i < n_sets; ++i)

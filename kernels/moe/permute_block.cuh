@@ -17,10 +17,13 @@ inline constexpr int kPermuteTile = 2048;  // (t, i) entries staged per round
 struct PermuteShared {
   int cnt[kMoeMaxExperts + 1];
   int tile[kPermuteTile];
+  int warp_sum[32];
+  int total;
 };
 
 // (1) per-expert counts by shared-memory integer atomics (the sum does not depend on their
-// order), (2) the exclusive prefix sum on one thread (n_local <= 1024 adds), (3) the slots in
+// order), (2) the exclusive prefix sum as a block scan over per-thread runs of experts (one thread
+// walking 384 experts was a chain of 384 dependent shared-memory round trips), (3) the slots in
 // (t, i) order by warp 0 through shared-memory tiles (warp-match ranks, no ordering atomics), so
 // each bucket is filled in token order. Any block size that is a multiple of 32; ends with the
 // block's writes visible to the block (__syncthreads).
@@ -39,16 +42,42 @@ __device__ __forceinline__ void permute_block(const int32_t* ids, const float* w
       inv[j] = -1;
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    int acc = 0;
-    for (int e = 0; e < n_local; ++e) {
+  {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int per = (n_local + static_cast<int>(blockDim.x) - 1) / static_cast<int>(blockDim.x);
+    const int e0 = min(n_local, static_cast<int>(threadIdx.x) * per), e1 = min(n_local, e0 + per);
+    int run = 0;
+    for (int e = e0; e < e1; ++e) run += sh.cnt[e];
+    int incl = run;  // inclusive scan of the runs within the warp
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const int v = __shfl_up_sync(0xFFFFFFFFu, incl, o);
+      if (lane >= o) incl += v;
+    }
+    if (lane == 31) sh.warp_sum[warp] = incl;
+    __syncthreads();
+    if (warp == 0) {  // <= 32 warps: one more warp scan turns the warp sums exclusive
+      const int nw = static_cast<int>(blockDim.x) / 32;
+      const int w = lane < nw ? sh.warp_sum[lane] : 0;
+      int wi = w;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int v = __shfl_up_sync(0xFFFFFFFFu, wi, o);
+        if (lane >= o) wi += v;
+      }
+      if (lane < nw) sh.warp_sum[lane] = wi - w;
+      if (lane == 31) sh.total = wi;
+    }
+    __syncthreads();
+    int acc = sh.warp_sum[warp] + incl - run;
+    for (int e = e0; e < e1; ++e) {
       const int c = sh.cnt[e];
       counts[e] = c;
       offsets[e] = acc;
       sh.cnt[e] = acc;  // becomes the write cursor of bucket e
       acc += c;
     }
-    offsets[n_local] = acc;
+    if (threadIdx.x == 0) offsets[n_local] = sh.total;
   }
   __syncthreads();
   // (3) Warp 0 walks the staged entries 32 at a time; lanes holding the same expert find each

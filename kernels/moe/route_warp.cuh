@@ -46,20 +46,24 @@ struct RouteParams {
   float scaling;
 };
 
-// Token t on the calling warp: lane l owns experts l, l + 32, ... (<= 32 of them: E <= 1024, so
-// its "taken" flags are one register); the top-k rounds are warp arg-maxes over shuffles with no
-// block barriers. score / biased: E floats, order: k ints, all the warp's own (shared memory).
-__device__ __forceinline__ void route_token(const RouteParams& p, int64_t t, int lane, float* score,
-                                            float* biased, int* order) {
-  const int E = p.E, k = p.k;
+// Expert e of token t: score[e] = sqrt_softplus(logit), biased[e] = score + bias (bias_vl at
+// image positions). score / biased: the token's E floats.
+__device__ __forceinline__ void route_score(const RouteParams& p, int64_t t, int e, float* score,
+                                            float* biased) {
   const float* b = (p.image_flags && p.image_flags[t]) ? p.bias_vl : p.bias;
-  for (int e = lane; e < E; e += 32) {
-    const float sc = sqrt_softplus(p.logits[t * E + e], p.gate_temp);
-    score[e] = sc;
-    biased[e] = __fadd_rn(sc, b[e]);
-    if (p.biased_out) p.biased_out[t * E + e] = biased[e];
-  }
-  __syncwarp();
+  const float sc = sqrt_softplus(p.logits[t * p.E + e], p.gate_temp);
+  score[e] = sc;
+  biased[e] = __fadd_rn(sc, b[e]);
+  if (p.biased_out) p.biased_out[t * p.E + e] = biased[e];
+}
+
+// Top-k of token t on the calling warp from its scores (route_score, visible to the warp): lane l
+// owns experts l, l + 32, ... (<= 32 of them: E <= 1024, so its "taken" flags are one register);
+// the top-k rounds are warp arg-maxes over shuffles with no block barriers. order: k ints, the
+// warp's own (shared memory).
+__device__ __forceinline__ void route_select(const RouteParams& p, int64_t t, int lane,
+                                             const float* score, const float* biased, int* order) {
+  const int E = p.E, k = p.k;
   uint32_t taken = 0;  // bit j: expert lane + 32 j
   for (int r = 0; r < k; ++r) {
     float v = 0.0f;
@@ -95,6 +99,15 @@ __device__ __forceinline__ void route_token(const RouteParams& p, int64_t t, int
     }
   }
   __syncwarp();  // the warp's score / order may be reused for its next token
+}
+
+// Token t on the calling warp: the scores of lane l's experts l, l + 32, ..., then route_select.
+// score / biased: E floats, order: k ints, all the warp's own (shared memory).
+__device__ __forceinline__ void route_token(const RouteParams& p, int64_t t, int lane, float* score,
+                                            float* biased, int* order) {
+  for (int e = lane; e < p.E; e += 32) route_score(p, t, e, score, biased);
+  __syncwarp();
+  route_select(p, t, lane, score, biased, order);
 }
 
 }  // namespace dsv41::kernels::detail
