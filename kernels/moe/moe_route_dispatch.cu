@@ -78,7 +78,11 @@ cudaError_t moe_route_dispatch(const MoeRouteArgs& r, int64_t T, int32_t* ids, f
   const detail::RouteParams p{r.logits, r.bias,      r.bias_vl,        r.image_flags,
                               ids,      weights,     nullptr,          r.E,
                               r.k,      r.gate_temp, r.norm_topk_prob, r.routed_scaling_factor};
-  const int threads = std::max(32 * route_warps, (n_local + 31) / 32 * 32);
+  // Also a thread per score of a round (up to kThreads): with 32 local experts at one token the
+  // block was one warp, and the scores 12 fp64 exp + log1p chains per lane (14 us per layer).
+  const int score_threads =
+      static_cast<int>(std::min<int64_t>(kThreads, int64_t{route_warps} * r.E + 31) / 32 * 32);
+  const int threads = std::max({32 * route_warps, (n_local + 31) / 32 * 32, score_threads});
   return detail::launch_kernel(dispatch_kernel, 1, static_cast<unsigned>(threads),
                                static_cast<size_t>(route_warps * per_warp), stream, p, T,
                                route_warps, expert_begin, n_local, counts, offsets, slot_token,
