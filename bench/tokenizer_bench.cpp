@@ -9,19 +9,16 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
-#include <random>
 #include <sstream>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
-#include "tokenizer/byte_level.hpp"
+#include "synthetic/synthetic_tokenizer.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-namespace byte_level = dsv41::byte_level;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -43,50 +40,6 @@ std::string read_file(const std::string& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-std::string quote(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
-// The tiny golden file's header (normalizer .. decoder, verbatim DeepSeek sections) with a
-// generated model: 256 byte tokens + 127,741 random merges of existing tokens, ids padded to
-// 129,280 with added placeholder tokens, as in the real vocabulary.
-std::string synthetic_full_size_json(const std::string& tiny) {
-  constexpr int kMerges = 127741, kIds = 129280;
-  const size_t h0 = tiny.find("\"normalizer\""), h1 = tiny.find("\"model\"");
-  std::mt19937 rng(7);
-  std::vector<std::string> tokens;
-  std::unordered_set<std::string> seen;
-  for (int b = 0; b < 256; ++b)
-    tokens.emplace_back(1, static_cast<char>(b)), seen.insert(tokens.back());
-  std::string merges, vocab;
-  for (int i = 0; i < 256; ++i)
-    vocab += (i ? ", " : "") + quote(byte_level::encode(tokens[i])) + ": " + std::to_string(i);
-  while (static_cast<int>(tokens.size()) < 256 + kMerges) {
-    const std::string& l = tokens[rng() % tokens.size()];
-    const std::string& r = tokens[rng() % std::min<size_t>(tokens.size(), 4096)];
-    if (l.size() + r.size() > 16 || !seen.insert(l + r).second) continue;
-    merges += std::string(merges.empty() ? "" : ", ") + "[" + quote(byte_level::encode(l)) + ", " +
-              quote(byte_level::encode(r)) + "]";
-    tokens.push_back(l + r);
-    vocab +=
-        ", " + quote(byte_level::encode(tokens.back())) + ": " + std::to_string(tokens.size() - 1);
-  }
-  std::string added;
-  for (int id = static_cast<int>(tokens.size()); id < kIds; ++id)
-    added += std::string(added.empty() ? "" : ", ") + "{\"id\": " + std::to_string(id) +
-             ", \"content\": \"<｜place▁holder▁no▁" + std::to_string(id) +
-             "｜>\", \"normalized\": false, \"special\": true}";
-  return "{\"version\": \"1.0\", \"truncation\": null, \"padding\": null, \"added_tokens\": [" +
-         added + "], " + tiny.substr(h0, h1 - h0) +
-         "\"model\": {\"type\": \"BPE\", \"byte_fallback\": false, \"vocab\": {" + vocab +
-         "}, \"merges\": [" + merges + "]}}";
 }
 
 // The golden encode texts (mixed scripts, code, JSON, emoji, specials), repeated to `bytes`.
@@ -137,7 +90,7 @@ int main(int argc, char** argv) {
   const size_t mb = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 32;
   const std::string tiny_path = DSV41_FIXTURES_DIR "/golden/tokenizer/tiny_tokenizer.json";
   const std::string tiny_json = read_file(tiny_path);
-  const std::string full_json = synthetic_full_size_json(tiny_json);
+  const std::string full_json = dsv41::synth::synthetic_tokenizer_json(tiny_json, 129280);
   const std::string text = mixed_text(mb << 20);
 
   time_load("tiny (1,738 ids)", tiny_json);

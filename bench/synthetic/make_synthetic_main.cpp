@@ -1,10 +1,13 @@
-// dsv41_make_synthetic DIR --layers N --experts E [--tiny] [--exl3] [--vision] [--seed S]
-//                      [--shard-gib G] [--forward T] [--no-write]
+// dsv41_make_synthetic DIR --layers N --experts E [--tiny] [--exl3] [--vision] [--engram]
+//                      [--engram-primes P] [--seed S] [--shard-gib G] [--forward T] [--no-write]
 // Writes a random-weight checkpoint in the released format (synthetic_checkpoint.hpp) and prints
 // the byte total and the wall time. --exl3 writes the routed experts as EXL3 banks + plan (the
 // Spark layout, K mix 2/3/5 at ~2.77 bpw) instead of FP4, and prints the bank bytes apart. --tiny
 // ignores --layers / --experts (the CPU-test geometry). --vision adds a vision tower (released
-// dims, or tiny ones with --tiny; spec §7) with vision_config.
+// dims, or tiny ones with --tiny; spec §7) with vision_config. --engram adds Engram at layers 1
+// and 14 (tiny: 2 and 5) with a generated tokenizer.json of the full vocabulary; --engram-primes
+// P starts the bucket-prime search at P (default 65536: ~0.41 GB of table per layer; released
+// 16,000,000, 101 GB per layer) (synthetic_engram.hpp).
 // --forward T then loads DIR with the CPU Transformer (all cores) and runs a T-token prefill,
 // printing the load / forward seconds and the logits' RMS, max |x| and non-finite count;
 // --no-write only checks an existing DIR.
@@ -14,16 +17,29 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "synthetic/synthetic_checkpoint.hpp"
+#include "synthetic/synthetic_engram.hpp"
 #include "synthetic/synthetic_exl3.hpp"
+#include "synthetic/synthetic_tokenizer.hpp"
 #ifdef DSV41_SYNTH_WITH_MODEL
 #include "model/transformer.hpp"
 #endif
 
 namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -66,7 +82,7 @@ int usage() {
   std::fprintf(
       stderr,
       "usage: dsv41_make_synthetic DIR --layers N --experts E [--tiny] [--exl3] [--vision] "
-      "[--seed S] [--shard-gib G] [--forward T] [--no-write]\n");
+      "[--engram] [--engram-primes P] [--seed S] [--shard-gib G] [--forward T] [--no-write]\n");
   return 2;
 }
 
@@ -77,6 +93,8 @@ int main(int argc, char** argv) {
   int layers = 40, experts = 32;
   bool tiny = false;
   bool vision = false;
+  bool engram = false;
+  int64_t engram_primes = 65536;
   uint64_t seed = 1;
   double shard_gib = 0.0;
   int forward_tokens = 0;
@@ -103,6 +121,10 @@ int main(int argc, char** argv) {
       tiny = true;
     } else if (a == "--vision") {
       vision = true;
+    } else if (a == "--engram") {
+      engram = true;
+    } else if (a == "--engram-primes" && has_value) {
+      engram_primes = std::atoll(argv[++i]);
     } else if (!a.empty() && a[0] != '-' && dir.empty()) {
       dir = a;
     } else {
@@ -117,6 +139,15 @@ int main(int argc, char** argv) {
     if (vision)
       g.vision = tiny ? SyntheticGeometry::Vision::tiny() : SyntheticGeometry::Vision::released();
     if (shard_gib > 0) g.shard_bytes = static_cast<uint64_t>(shard_gib * (1ull << 30));
+    std::string tokenizer_json;
+    if (engram) {
+      tokenizer_json = dsv41::synth::synthetic_tokenizer_json(
+          read_text(DSV41_FIXTURES_DIR "/golden/tokenizer/tiny_tokenizer.json"), g.vocab_size);
+      dsv41::synth::add_engram(&g, tokenizer_json, engram_primes);
+      std::printf("Engram layers %zu, %.3f GB of tables, compressed vocabulary %lld\n",
+                  g.engram.layer_ids.size(), dsv41::synth::engram_table_bytes(g) / 1e9,
+                  static_cast<long long>(g.engram.compressed_vocab_size));
+    }
     const uint64_t shard_bytes = dsv41::synth::synthetic_data_bytes(g, exl3);
     const uint64_t bank_bytes = exl3.enabled ? dsv41::synth::exl3_bank_bytes(g, exl3) : 0;
     const uint64_t bytes = shard_bytes + bank_bytes;
@@ -131,7 +162,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     if (write) {
       const auto t0 = std::chrono::steady_clock::now();
-      dsv41::synth::write_synthetic_checkpoint(dir, g, seed, exl3);
+      dsv41::synth::write_synthetic_checkpoint(dir, g, seed, exl3, tokenizer_json);
       const double s = seconds_since(t0);
       std::printf("total_bytes %llu seconds %.2f GB/s %.2f\n",
                   static_cast<unsigned long long>(bytes), s, bytes / 1e9 / s);

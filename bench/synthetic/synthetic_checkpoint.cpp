@@ -24,8 +24,12 @@ std::string shard_name(int i, int n) {
 }  // namespace
 
 void write_synthetic_checkpoint(const std::string& dir, const SyntheticGeometry& g, uint64_t seed,
-                                const SyntheticExl3& exl3) {
+                                const SyntheticExl3& exl3, const std::string& tokenizer_json) {
   exl3.validate();
+  DSV41_CHECK(g.engram.layer_ids.empty() || !tokenizer_json.empty(), kInvalidArgument,
+              "synthetic checkpoint {}: Engram layers need a tokenizer.json (tokenizer_json is "
+              "empty)",
+              dir);
   std::vector<SyntheticTensor> ts = synthetic_tensors(g, exl3);
   const size_t n_main = ts.size();
   std::vector<TensorFile> files(1);
@@ -65,6 +69,10 @@ void write_synthetic_checkpoint(const std::string& dir, const SyntheticGeometry&
   std::filesystem::create_directories(dir, ec);
   DSV41_CHECK(!ec, kIo, "{}: cannot create the directory: {}", dir, ec.message());
   write_text_file(dir + "/config.json", synthetic_config_json(g));
+  if (tokenizer_json.empty())
+    std::filesystem::remove(dir + "/tokenizer.json", ec);  // an earlier --engram run's
+  else
+    write_text_file(dir + "/tokenizer.json", tokenizer_json);
 
   write_tensor_files(ts, files, seed);
 

@@ -1,8 +1,9 @@
 // Synthetic DeepSeek-V4.1 checkpoints: random weights in the released on-disk format (tensor
 // names, dtypes, shapes, sharded safetensors + index, config.json) that Transformer::load accepts,
 // for full-geometry benchmarks without the 510 GB release (docs/perf.md "Synthetic
-// full-geometry checkpoint"). No Engram, no DSpark (mtp.*); the vision tower (vision.*, aligner.*,
-// image_*) only when SyntheticGeometry::vision is set.
+// full-geometry checkpoint"). No DSpark (mtp.*); Engram (layers.L.engram.*, tokenizer.json) only
+// when SyntheticGeometry::engram is set (synthetic_engram.hpp), the vision tower (vision.*,
+// aligner.*, image_*) only when SyntheticGeometry::vision is set.
 #pragma once
 
 #include <cstdint>
@@ -59,6 +60,19 @@ struct SyntheticGeometry {
     static Vision tiny();      // 32 wide, 2 blocks of 2 heads, patch 2, 3x3, 40 tokens
   } vision;
 
+  // Engram (spec §5); no layer ids = none. num_embeddings (the prime sums) and
+  // compressed_vocab_size (the tokenizer's compressed map) are derived: add_engram() fills them.
+  struct Engram {
+    std::vector<int> layer_ids;
+    int64_t vocab_size = 0;  // engram_vocab_size, where the bucket prime search starts
+    int max_ngram_size = 0;
+    int n_heads = 0;
+    int head_dim = 0;
+    int pad_token_id = 2;
+    std::vector<int64_t> num_embeddings;  // table rows per Engram layer
+    int64_t compressed_vocab_size = 0;
+  } engram;
+
   // The released dimensions (§1.2) with `layers` backbone layers and `experts` routed experts.
   // Ratios: [0, 0] + [2] * n2 + [1] * n1 with (n2, n1) = (18, 20) at 40 layers (the release),
   // else n2 = (layers - 2) / 2. KV sources: every 6th ratio-2 layer from the first, the first
@@ -113,16 +127,20 @@ std::vector<SyntheticTensor> synthetic_tensors(const SyntheticGeometry& g,
 // Sum of nbytes() over synthetic_tensors(g, exl3): the shards' data bytes (no headers; the EXL3
 // banks are exl3_bank_bytes in synthetic_exl3.hpp).
 uint64_t synthetic_data_bytes(const SyntheticGeometry& g, const SyntheticExl3& exl3 = {});
-// config.json text (released nested layout, text_config (+ vision_config), engram_layer_ids []).
+// config.json text (released nested layout, text_config (+ vision_config); the engram_* keys, or
+// engram_layer_ids [] without Engram).
 std::string synthetic_config_json(const SyntheticGeometry& g);
 
 // Writes DIR/config.json, DIR/model-0000N-of-0000M.safetensors and
 // DIR/model.safetensors.index.json (DIR is created), with exl3.enabled also the bank files and
 // DIR/exl3/plan/plan.json (without, a plan.json left there by an earlier run is removed, so the
-// directory does not load as a Spark checkpoint). Deterministic in (g, exl3, seed). Generates on
-// all hardware threads with positional writes; throws detail::Failure (kIo / kInvalidArgument)
-// naming the path, tensor or option field.
+// directory does not load as a Spark checkpoint), and DIR/tokenizer.json (below). Deterministic in
+// (g, exl3, seed). Generates on all hardware threads with positional writes; throws detail::Failure
+// (kIo / kInvalidArgument) naming the path, tensor or option field. tokenizer_json: written as
+// DIR/tokenizer.json, required with Engram (its compressed token map sized g.engram); empty: none
+// written and a tokenizer.json left by an earlier run removed.
 void write_synthetic_checkpoint(const std::string& dir, const SyntheticGeometry& g, uint64_t seed,
-                                const SyntheticExl3& exl3 = {});
+                                const SyntheticExl3& exl3 = {},
+                                const std::string& tokenizer_json = "");
 
 }  // namespace dsv41::synth

@@ -133,6 +133,21 @@ class ListBuilder {
     add(prefix + ".weight", DType::kI8, {out, in / 2}, Fill::kE2m1Pair, 0.0, t / std::ldexp(1, k));
     add(prefix + ".scale", DType::kF8E8M0, {out, in / 32}, Fill::kConst, 127 + k, 0.0);
   }
+  // One Engram layer (spec §5, model/model_weights.cpp bind_engram): the table [rows, head_dim]
+  // FP8 with one E8M0 per row per 32 channels (row RMS 1/sqrt(head_dim), like the matrices),
+  // wkv [(hc + 1) D, n-gram orders x heads x head_dim] FP8, q/k_weight [hc, D] BF16.
+  void engram(const SyntheticGeometry& g, const std::string& p, int64_t rows) {
+    const SyntheticGeometry::Engram& e = g.engram;
+    const double t = 1.0 / std::sqrt(double(e.head_dim));
+    const int k = static_cast<int>(std::floor(std::log2(t / 8.0)));
+    add(p + "embed.weight", DType::kF8E4M3, {rows, e.head_dim}, Fill::kE4m3Code, 0.0,
+        t / std::ldexp(1, k));
+    add(p + "embed.scale", DType::kF8E8M0, {rows, e.head_dim / 32}, Fill::kConst, 127 + k, 0.0);
+    const int64_t cols = int64_t{e.max_ngram_size - 1} * e.n_heads * e.head_dim;
+    fp8(p + "wkv", (g.hc_mult + 1) * g.hidden_size, cols);
+    bf16(p + "q_weight", g.hc_mult, g.hidden_size);
+    bf16(p + "k_weight", g.hc_mult, g.hidden_size);
+  }
   void f32_const(const std::string& name, int64_t n, double v) {
     add(name, DType::kF32, {n}, Fill::kConst, v, 0.0);
   }
@@ -221,6 +236,9 @@ std::vector<SyntheticTensor> synthetic_tensors(const SyntheticGeometry& g,
     }
     b.norm(p + "attn_norm.weight", D);
     b.norm(p + "ffn_norm.weight", D);
+    const std::vector<int>& en = g.engram.layer_ids;
+    const auto it = std::find(en.begin(), en.end(), l);
+    if (it != en.end()) b.engram(g, p + "engram.", g.engram.num_embeddings[it - en.begin()]);
   }
   b.norm("norm.weight", D);
   b.bf16("head.weight", V, D);
@@ -259,6 +277,18 @@ uint64_t synthetic_data_bytes(const SyntheticGeometry& g, const SyntheticExl3& e
 
 namespace {
 std::string int_list(const std::vector<int>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+
+// The text_config engram_* lines (4-space indent, each ending in ",").
+std::string engram_keys(const SyntheticGeometry::Engram& e) {
+  if (e.layer_ids.empty()) return "    \"engram_layer_ids\": [],";
+  return fmt::format(
+      "    \"engram_layer_ids\": {},\n    \"engram_num_embeddings\": [{}],\n"
+      "    \"engram_vocab_size\": {},\n    \"engram_max_ngram_size\": {},\n"
+      "    \"engram_n_heads\": {},\n    \"engram_head_dim\": {},\n"
+      "    \"engram_pad_token_id\": {},\n    \"engram_compressed_vocab_size\": {},",
+      int_list(e.layer_ids), fmt::join(e.num_embeddings, ", "), e.vocab_size, e.max_ngram_size,
+      e.n_heads, e.head_dim, e.pad_token_id, e.compressed_vocab_size);
+}
 }  // namespace
 
 std::string synthetic_config_json(const SyntheticGeometry& g) {
@@ -352,7 +382,7 @@ std::string synthetic_config_json(const SyntheticGeometry& g) {
     "hc_sinkhorn_iters": {},
     "hc_eps": 1e-06,
     "rms_norm_eps": 1e-20,
-    "engram_layer_ids": [],
+{}
     "num_nextn_predict_layers": 0,
     "tie_word_embeddings": false,
     "bos_token_id": 0,
@@ -364,7 +394,7 @@ std::string synthetic_config_json(const SyntheticGeometry& g) {
 )",
                    g.moe_intermediate_size, g.n_routed_experts, g.n_shared_experts,
                    g.num_experts_per_tok, g.routed_scaling_factor, g.swiglu_limit, g.hc_mult,
-                   g.hc_sinkhorn_iters);
+                   g.hc_sinkhorn_iters, engram_keys(g.engram));
   return s;
 }
 
