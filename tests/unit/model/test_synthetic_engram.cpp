@@ -2,8 +2,6 @@
 // layout and compressed map derived from it (synthetic_engram.hpp); the tiny checkpoint loads
 // through Transformer::load (the hasher's load-time checks pass, every Engram tensor is bound) and
 // its forward stays finite and differs from the same weights without Engram. Bad inputs are named.
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -17,6 +15,7 @@
 #include "synthetic/synthetic_engram.hpp"
 #include "synthetic/synthetic_tokenizer.hpp"
 #include "tokenizer/tokenizer.hpp"
+#include "unit/base/temp_dir.hpp"
 
 namespace dsv41 {
 namespace {
@@ -34,16 +33,6 @@ std::string read_text(const std::string& path) {
 std::string base_tokenizer() {
   return read_text(test::fixture("golden/tokenizer/tiny_tokenizer.json"));
 }
-
-struct ScratchDir {
-  fs::path dir;
-  explicit ScratchDir(const char* tag) {
-    dir = fs::temp_directory_path() /
-          (std::string("dsv41_synth_engram_") + tag + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-  }
-  ~ScratchDir() { fs::remove_all(dir); }
-};
 
 std::vector<float> forward5(const std::string& dir) {
   auto m = Transformer::load(dir, 2);
@@ -74,9 +63,9 @@ TEST_CASE("synthetic Engram tiny checkpoint: loads, forward finite, Engram chang
           "[unit]") {
   SyntheticGeometry g = SyntheticGeometry::tiny();
   const std::vector<float> plain = [&] {
-    ScratchDir d("plain");
-    synth::write_synthetic_checkpoint(d.dir.string(), g, 7);
-    return forward5(d.dir.string());
+    test::TempDir d;
+    synth::write_synthetic_checkpoint(d.path(), g, 7);
+    return forward5(d.path());
   }();
   const std::string tok = synth::synthetic_tokenizer_json(base_tokenizer(), g.vocab_size);
   synth::add_engram(&g, tok);
@@ -88,12 +77,12 @@ TEST_CASE("synthetic Engram tiny checkpoint: loads, forward finite, Engram chang
   REQUIRE(synth::engram_table_bytes(g) ==
           static_cast<uint64_t>(primes.table_rows[0] + primes.table_rows[1]) * (32 + 1));
 
-  ScratchDir d("engram");
-  synth::write_synthetic_checkpoint(d.dir.string(), g, 7, {}, tok);
-  REQUIRE(read_text((d.dir / "tokenizer.json").string()) == tok);
-  auto m = Transformer::load(d.dir.string(), 2);  // binds layers.{2,5}.engram.*, checks the map
+  test::TempDir d;
+  synth::write_synthetic_checkpoint(d.path(), g, 7, {}, tok);
+  REQUIRE(read_text(d.file("tokenizer.json")) == tok);
+  auto m = Transformer::load(d.path(), 2);  // binds layers.{2,5}.engram.*, checks the map
   REQUIRE(m->hasher() != nullptr);
-  const std::vector<float> with = forward5(d.dir.string());
+  const std::vector<float> with = forward5(d.path());
   REQUIRE(with.size() == plain.size());
   double diff = 0.0;
   for (size_t i = 0; i < with.size(); ++i) {
@@ -105,8 +94,8 @@ TEST_CASE("synthetic Engram tiny checkpoint: loads, forward finite, Engram chang
   REQUIRE(diff > 1e-3);
 
   // Rewritten without Engram: the stale tokenizer.json goes.
-  synth::write_synthetic_checkpoint(d.dir.string(), SyntheticGeometry::tiny(), 7);
-  REQUIRE_FALSE(fs::exists(d.dir / "tokenizer.json"));
+  synth::write_synthetic_checkpoint(d.path(), SyntheticGeometry::tiny(), 7);
+  REQUIRE_FALSE(fs::exists(d.file("tokenizer.json")));
 }
 
 TEST_CASE("synthetic Engram: bad inputs are named", "[unit]") {
@@ -121,8 +110,8 @@ TEST_CASE("synthetic Engram: bad inputs are named", "[unit]") {
   REQUIRE_THROWS_WITH(synth::add_engram(&two, synth::synthetic_tokenizer_json(base, 600)),
                       Catch::Contains("no Engram layer below num_hidden_layers = 2"));
   synth::add_engram(&g, synth::synthetic_tokenizer_json(base, 600));
-  ScratchDir d("bad");
-  REQUIRE_THROWS_WITH(synth::write_synthetic_checkpoint(d.dir.string(), g, 7),
+  test::TempDir d;
+  REQUIRE_THROWS_WITH(synth::write_synthetic_checkpoint(d.path(), g, 7),
                       Catch::Contains("Engram layers need a tokenizer.json"));
 }
 
