@@ -1,5 +1,6 @@
-// dsv41_make_synthetic DIR --layers N --experts E [--tiny] [--exl3] [--vision] [--engram]
-//                      [--engram-primes P] [--seed S] [--shard-gib G] [--forward T] [--no-write]
+// dsv41_make_synthetic DIR --layers N --experts E [--router R] [--tiny] [--exl3] [--vision]
+//                      [--engram] [--engram-primes P] [--seed S] [--shard-gib G] [--forward T]
+//                      [--no-write]
 // Writes a random-weight checkpoint in the released format (synthetic_checkpoint.hpp) and prints
 // the byte total and the wall time. --exl3 writes the routed experts as EXL3 banks + plan (the
 // Spark layout, K mix 2/3/5 at ~2.77 bpw) instead of FP4, and prints the bank bytes apart. --tiny
@@ -7,7 +8,9 @@
 // dims, or tiny ones with --tiny; spec §7) with vision_config. --engram adds Engram at layers 1
 // and 14 (tiny: 2 and 5) with a generated tokenizer.json of the full vocabulary; --engram-primes
 // P starts the bucket-prime search at P (default 65536: ~0.41 GB of table per layer; released
-// 16,000,000, 101 GB per layer) (synthetic_engram.hpp).
+// 16,000,000, 101 GB per layer) (synthetic_engram.hpp). --router R (>= E; the release: 384)
+// makes the router R wide over a stored pool of E experts: expert e runs expert e % E's weights
+// (text_config.synthetic_expert_pool), top-min(6, R).
 // --forward T then loads DIR with the CPU Transformer (all cores) and runs a T-token prefill,
 // printing the load / forward seconds and the logits' RMS, max |x| and non-finite count;
 // --no-write only checks an existing DIR.
@@ -81,8 +84,9 @@ int check_forward(const std::string& dir, int tokens) {
 int usage() {
   std::fprintf(
       stderr,
-      "usage: dsv41_make_synthetic DIR --layers N --experts E [--tiny] [--exl3] [--vision] "
-      "[--engram] [--engram-primes P] [--seed S] [--shard-gib G] [--forward T] [--no-write]\n");
+      "usage: dsv41_make_synthetic DIR --layers N --experts E [--router R] [--tiny] [--exl3] "
+      "[--vision] [--engram] [--engram-primes P] [--seed S] [--shard-gib G] [--forward T] "
+      "[--no-write]\n");
   return 2;
 }
 
@@ -90,7 +94,7 @@ int usage() {
 
 int main(int argc, char** argv) {
   std::string dir;
-  int layers = 40, experts = 32;
+  int layers = 40, experts = 32, router = 0;
   bool tiny = false;
   bool vision = false;
   bool engram = false;
@@ -107,6 +111,8 @@ int main(int argc, char** argv) {
       layers = std::atoi(argv[++i]);
     } else if (a == "--experts" && has_value) {
       experts = std::atoi(argv[++i]);
+    } else if (a == "--router" && has_value) {
+      router = std::atoi(argv[++i]);
     } else if (a == "--seed" && has_value) {
       seed = std::strtoull(argv[++i], nullptr, 10);
     } else if (a == "--shard-gib" && has_value) {
@@ -139,6 +145,14 @@ int main(int argc, char** argv) {
     if (vision)
       g.vision = tiny ? SyntheticGeometry::Vision::tiny() : SyntheticGeometry::Vision::released();
     if (shard_gib > 0) g.shard_bytes = static_cast<uint64_t>(shard_gib * (1ull << 30));
+    if (router > 0) {
+      if (router < g.n_routed_experts)
+        throw std::runtime_error("--router " + std::to_string(router) + " is below the " +
+                                 std::to_string(g.n_routed_experts) + " stored experts");
+      g.expert_pool = g.n_routed_experts;
+      g.n_routed_experts = router;
+      if (!tiny) g.num_experts_per_tok = std::min(6, router);
+    }
     std::string tokenizer_json;
     if (engram) {
       tokenizer_json = dsv41::synth::synthetic_tokenizer_json(
@@ -151,8 +165,9 @@ int main(int argc, char** argv) {
     const uint64_t shard_bytes = dsv41::synth::synthetic_data_bytes(g, exl3);
     const uint64_t bank_bytes = exl3.enabled ? dsv41::synth::exl3_bank_bytes(g, exl3) : 0;
     const uint64_t bytes = shard_bytes + bank_bytes;
-    std::printf("%s: %d layers, %d experts, %.3f GB of shard data", dir.c_str(),
-                g.num_hidden_layers, g.n_routed_experts, shard_bytes / 1e9);
+    std::printf("%s: %d layers, %d experts", dir.c_str(), g.num_hidden_layers, g.n_routed_experts);
+    if (g.expert_pool > 0) std::printf(" (a pool of %d stored)", g.expert_pool);
+    std::printf(", %.3f GB of shard data", shard_bytes / 1e9);
     if (exl3.enabled)
       std::printf(" + %.3f GB of EXL3 banks (mean %.4f bpw)", bank_bytes / 1e9,
                   dsv41::synth::exl3_mean_bpw(g, exl3));

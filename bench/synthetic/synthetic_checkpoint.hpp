@@ -37,7 +37,11 @@ struct SyntheticGeometry {
   int index_head_dim = 0;
   int index_topk = 0;
   int moe_intermediate_size = 0;
-  int n_routed_experts = 0;
+  int n_routed_experts = 0;  // router width
+  // > 0: only experts [0, expert_pool) are written and expert e runs expert e % expert_pool's
+  // weights (text_config.synthetic_expert_pool, not a release key): the router spreads over all
+  // n_routed_experts while the stored pool fits one GPU. 0: every expert written.
+  int expert_pool = 0;
   int n_shared_experts = 1;
   int num_experts_per_tok = 0;
   double routed_scaling_factor = 1.5;

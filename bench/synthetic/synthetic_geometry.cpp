@@ -164,6 +164,9 @@ void check_roles(const SyntheticGeometry& g) {
   for (int id : g.kv_source_layer_ids)
     DSV41_CHECK(contains(g.index_source_layer_ids, id), kInvalidArgument,
                 "synthetic geometry: KV source {} must also be an index source", id);
+  DSV41_CHECK(g.expert_pool >= 0 && g.expert_pool <= g.n_routed_experts, kInvalidArgument,
+              "synthetic geometry: expert_pool {} is outside [0, n_routed_experts = {}]",
+              g.expert_pool, g.n_routed_experts);
   DSV41_CHECK(g.num_attention_heads % g.o_groups == 0, kInvalidArgument,
               "synthetic geometry: o_groups {} must divide {} heads", g.o_groups,
               g.num_attention_heads);
@@ -175,12 +178,16 @@ std::vector<SyntheticTensor> synthetic_tensors(const SyntheticGeometry& g,
                                                const SyntheticExl3& exl3) {
   check_roles(g);
   exl3.validate();
+  DSV41_CHECK(!(exl3.enabled && g.expert_pool > 0), kInvalidArgument,
+              "synthetic geometry: expert_pool {} with EXL3 banks (the pool is release FP4 only)",
+              g.expert_pool);
   std::vector<SyntheticTensor> out;
   ListBuilder b(&out);
   const int64_t D = g.hidden_size, V = g.vocab_size, hc = g.hc_mult;
   const int64_t HD = int64_t{g.num_attention_heads} * g.head_dim;
   const int64_t OL = int64_t{g.o_groups} * g.o_lora_rank;
   const int64_t E = g.n_routed_experts, I = g.moe_intermediate_size;
+  const int64_t stored = g.expert_pool > 0 ? g.expert_pool : E;  // experts with tensors
   const int64_t IS = I * g.n_shared_experts;
   const int64_t mix = (2 + hc) * hc;
   b.add("embed.weight", DType::kBF16, {V, D}, Fill::kNormal, 0.0, 1.0);
@@ -220,10 +227,10 @@ std::vector<SyntheticTensor> synthetic_tensors(const SyntheticGeometry& g,
       b.norm(a + "indexer.k_norm.weight", g.index_head_dim);
     }
     const std::string f = p + "ffn.";
-    b.bf16(f + "gate.weight", E, D);  // router N(0, 1/sqrt(D)), E wide (not 384)
+    b.bf16(f + "gate.weight", E, D);  // router N(0, 1/sqrt(D)), E wide
     b.f32_const(f + "gate.bias", E, 0.0);
     b.f32_const(f + "gate.bias_vl", E, 0.0);
-    for (int64_t e = 0; e < (exl3.enabled ? 0 : E); ++e) {  // else in the EXL3 banks
+    for (int64_t e = 0; e < (exl3.enabled ? 0 : stored); ++e) {  // else in the EXL3 banks
       const std::string x = fmt::format("{}experts.{}.", f, e);
       b.fp4(x + "w1", I, D);
       b.fp4(x + "w2", D, I);
@@ -368,7 +375,7 @@ std::string synthetic_config_json(const SyntheticGeometry& g) {
                    g.candidate_topk_blocks, g.candidate_block_size, g.index_n_heads,
                    g.index_head_dim, g.index_topk, g.o_groups, g.o_lora_rank);
   s += fmt::format(R"(    "moe_intermediate_size": {},
-    "n_routed_experts": {},
+    "n_routed_experts": {},{}
     "n_shared_experts": {},
     "num_experts_per_tok": {},
     "scoring_func": "sqrtsoftplus",
@@ -392,9 +399,12 @@ std::string synthetic_config_json(const SyntheticGeometry& g) {
   }}
 }}
 )",
-                   g.moe_intermediate_size, g.n_routed_experts, g.n_shared_experts,
-                   g.num_experts_per_tok, g.routed_scaling_factor, g.swiglu_limit, g.hc_mult,
-                   g.hc_sinkhorn_iters, engram_keys(g.engram));
+                   g.moe_intermediate_size, g.n_routed_experts,
+                   g.expert_pool > 0
+                       ? fmt::format("\n    \"synthetic_expert_pool\": {},", g.expert_pool)
+                       : std::string(),
+                   g.n_shared_experts, g.num_experts_per_tok, g.routed_scaling_factor,
+                   g.swiglu_limit, g.hc_mult, g.hc_sinkhorn_iters, engram_keys(g.engram));
   return s;
 }
 

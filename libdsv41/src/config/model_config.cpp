@@ -132,6 +132,7 @@ void read_text(const Reader& r, TextConfig* t) {
   r.integer("index_topk", &t->index_topk);
   r.integer("moe_intermediate_size", &t->moe_intermediate_size);
   r.integer("n_routed_experts", &t->n_routed_experts);
+  r.integer("synthetic_expert_pool", &t->synthetic_expert_pool);
   r.integer("num_experts_per_tok", &t->num_experts_per_tok);
   r.integer("n_shared_experts", &t->n_shared_experts);
   r.string("scoring_func", &t->scoring_func);

@@ -67,6 +67,10 @@ struct TextConfig {
   int index_topk = 0;
   int moe_intermediate_size = 0;
   int n_routed_experts = 0;
+  // Not a release key: benchmark checkpoints (bench/synthetic, docs/perf.md "Synthetic
+  // full-geometry checkpoint") store only experts [0, pool) and route over all n_routed_experts,
+  // expert e running expert e % pool's weights. 0 = every expert stored (the release).
+  int synthetic_expert_pool = 0;
   int num_experts_per_tok = 0;
   int n_shared_experts = 0;
   std::string scoring_func = "sqrtsoftplus";

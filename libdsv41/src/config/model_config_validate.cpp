@@ -55,6 +55,9 @@ void check_text(const TextConfig& t) {
   CFG_CHECK(t.num_attention_heads % t.o_groups == 0,
             "text_config.o_groups = {} must divide num_attention_heads = {}", t.o_groups,
             t.num_attention_heads);
+  CFG_CHECK(t.synthetic_expert_pool >= 0 && t.synthetic_expert_pool <= t.n_routed_experts,
+            "text_config.synthetic_expert_pool = {} is outside [0, n_routed_experts = {}]",
+            t.synthetic_expert_pool, t.n_routed_experts);
   CFG_CHECK(t.num_experts_per_tok <= t.n_routed_experts,
             "text_config.num_experts_per_tok = {} exceeds n_routed_experts = {}",
             t.num_experts_per_tok, t.n_routed_experts);

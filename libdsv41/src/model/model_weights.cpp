@@ -142,8 +142,11 @@ engram::EngramWeights bind_engram(Binder& b, const Checkpoint& ck, const TextCon
 }
 
 // `p` = "layers.L.ffn." (E = n_routed_experts) or "mtp.s.ffn." (E = dspark_n_routed_experts).
+// pool > 0 (a synthetic benchmark checkpoint, TextConfig::synthetic_expert_pool): expert e >= pool
+// binds expert e % pool's tensors (views of the same mapped bytes).
 MoeWeights bind_moe(Binder& b, const TextConfig& t, const std::string& p, int layer, int64_t E,
-                    const ShardPlan& sp, const ModelWeights::ExternalExperts& external) {
+                    const ShardPlan& sp, const ModelWeights::ExternalExperts& external,
+                    int64_t pool) {
   const int64_t D = t.hidden_size, I = t.moe_intermediate_size;
   MoeWeights m;
   m.gate = b.mat(p + "gate.weight", E, D);
@@ -169,9 +172,10 @@ MoeWeights bind_moe(Binder& b, const TextConfig& t, const std::string& p, int la
         for (const char* part : {".weight", ".scale"}) b.mark_if_present(ep + w + part);
       continue;
     }
-    m.experts[e].w1 = b.linear(ep + "w1", I, D);
-    m.experts[e].w3 = b.linear(ep + "w3", I, D);
-    m.experts[e].w2 = b.linear(ep + "w2", D, I);
+    const std::string src = pool > 0 && e >= pool ? fmt::format("{}experts.{}.", p, e % pool) : ep;
+    m.experts[e].w1 = b.linear(src + "w1", I, D);
+    m.experts[e].w3 = b.linear(src + "w3", I, D);
+    m.experts[e].w2 = b.linear(src + "w2", D, I);
   }
   return m;
 }
@@ -222,7 +226,8 @@ std::unique_ptr<DsparkWeights> bind_dspark(Binder& b, const Checkpoint& ck, cons
     b.use_attention(role, block + "attn.");
     ShardPlan stage_plan = sp;  // the stage's own expert count splits like the backbone's
     stage_plan.experts = sp.dspark_experts;
-    st.ffn = bind_moe(b, t, block + "ffn.", role.layer, t.dspark_n_routed_experts, stage_plan, {});
+    st.ffn =
+        bind_moe(b, t, block + "ffn.", role.layer, t.dspark_n_routed_experts, stage_plan, {}, 0);
   }
   const std::string first = "mtp.0.", last = fmt::format("mtp.{}.", S - 1);
   w->main_proj = b.linear(first + "main_proj", D, taps * D);
@@ -263,7 +268,8 @@ std::unique_ptr<ModelWeights> ModelWeights::bind(const Checkpoint& ck, const Mod
     lw.hc_ffn = bind_hc(b, t, block, "ffn");
     lw.attn = AttentionLayer::bind(ck, cfg, l, *w->rope, &sp);
     b.use_attention(role);
-    lw.ffn = bind_moe(b, t, block + "ffn.", l, t.n_routed_experts, sp, external);
+    lw.ffn = bind_moe(b, t, block + "ffn.", l, t.n_routed_experts, sp, external,
+                      t.synthetic_expert_pool);
     if (role.engram) {
       lw.engram = std::make_unique<engram::EngramWeights>(
           bind_engram(b, ck, t, l, t.engram_num_embeddings[engram_index++]));

@@ -110,6 +110,18 @@ TEST_CASE("model config: attention shape rules", "[unit][config]") {
 
 TEST_CASE("model config: MoE and numeric rules", "[unit][config]") {
   reject("num_experts_per_tok", "7", "num_experts_per_tok = 7 exceeds n_routed_experts = 6");
+  // Not in the release configs: added after n_routed_experts.
+  for (const char* pool : {"7", "-1"}) {
+    INFO("synthetic_expert_pool = " << pool);
+    expect_reject(
+        set_key(tiny8_json(), "n_routed_experts",
+                std::string("6, \"synthetic_expert_pool\": ") + pool),
+        ErrorCode::kInvalidArgument,
+        std::string("synthetic_expert_pool = ") + pool + " is outside [0, n_routed_experts = 6]");
+  }
+  REQUIRE(parse_and_validate(
+              set_key(tiny8_json(), "n_routed_experts", "6, \"synthetic_expert_pool\": 3"))
+              .is_ok());
   reject("n_shared_experts", "-1", "n_shared_experts = -1");
   reject("scoring_func", "\"softmax\"", "scoring_func = 'softmax'", ErrorCode::kUnsupported);
   reject("topk_method", "\"greedy\"", "topk_method = 'greedy'", ErrorCode::kUnsupported);

@@ -2,6 +2,7 @@
 // layout and compressed map derived from it (synthetic_engram.hpp); the tiny checkpoint loads
 // through Transformer::load (the hasher's load-time checks pass, every Engram tensor is bound) and
 // its forward stays finite and differs from the same weights without Engram. Bad inputs are named.
+// The expert pool: a router wider than the stored experts, expert e binding expert e % pool.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -113,6 +114,45 @@ TEST_CASE("synthetic Engram: bad inputs are named", "[unit]") {
   test::TempDir d;
   REQUIRE_THROWS_WITH(synth::write_synthetic_checkpoint(d.path(), g, 7),
                       Catch::Contains("Engram layers need a tokenizer.json"));
+}
+
+TEST_CASE("synthetic expert pool: a wide router over a stored pool, expert e runs e % pool",
+          "[unit]") {
+  SyntheticGeometry g = SyntheticGeometry::tiny();
+  g.expert_pool = g.n_routed_experts;  // 4 stored
+  g.n_routed_experts = 8;              // 8-wide router
+  test::TempDir d;
+  synth::write_synthetic_checkpoint(d.path(), g, 7);
+  REQUIRE(read_text(d.file("config.json")).find("\"synthetic_expert_pool\": 4") !=
+          std::string::npos);
+  auto m = Transformer::load(d.path(), 2);  // nothing left over, nothing missing
+  REQUIRE(m->config().text.synthetic_expert_pool == 4);
+  const Checkpoint& ck = m->checkpoint();
+  REQUIRE(ck.has("layers.0.ffn.experts.3.w1.weight"));
+  REQUIRE_FALSE(ck.has("layers.0.ffn.experts.4.w1.weight"));
+  for (const auto& layer : m->weights().layers) {
+    const auto& ex = layer.ffn.experts;
+    REQUIRE(ex.size() == 8u);
+    REQUIRE(layer.ffn.gate.size() == 8u * static_cast<size_t>(g.hidden_size));
+    for (int e = 4; e < 8; ++e) {
+      INFO("expert " << e);
+      REQUIRE(ex[e].w1.weight_bytes() == ex[e - 4].w1.weight_bytes());
+      REQUIRE(ex[e].w2.weight_bytes() == ex[e - 4].w2.weight_bytes());
+      REQUIRE(ex[e].w3.weight_bytes() == ex[e - 4].w3.weight_bytes());
+    }
+  }
+  SequenceState st = m->new_sequence();
+  const std::vector<int32_t> ids = {5, 77, 300, 2, 599};
+  for (float x : m->forward(st, ids)) REQUIRE(std::isfinite(x));
+
+  SyntheticGeometry bad = g;
+  bad.expert_pool = 9;
+  REQUIRE_THROWS_WITH(synth::synthetic_tensors(bad),
+                      Catch::Contains("expert_pool 9 is outside [0, n_routed_experts = 8]"));
+  synth::SyntheticExl3 x;
+  x.enabled = true;
+  REQUIRE_THROWS_WITH(synth::synthetic_tensors(g, x),
+                      Catch::Contains("expert_pool 4 with EXL3 banks"));
 }
 
 }  // namespace dsv41
