@@ -15,7 +15,7 @@
 // left out. Floor = bytes / the card's datasheet bandwidth (bench/device_peak.hpp).
 // Usage: dsv41_bench_cuda_forward DIR [contexts=0,8192,32768] [rows=1,2,6,16] [repeats=20]
 //                                 [chunk=2048] [capture=ROWS] [x=fp32|bf16x2|bf16] [gemv=cuda-core]
-//                                 [pdl=0] [streams=1]
+//                                 [pdl=0] [streams=1] [fp4tc=ROWS]
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
@@ -172,7 +172,7 @@ int run(int argc, char** argv) {
         stderr,
         "usage: dsv41_bench_cuda_forward DIR [contexts=0,8192,32768] [rows=1,2,6,16] "
         "[repeats=20] [chunk=2048] [capture=ROWS] [x=fp32|bf16x2|bf16] [gemv=cuda-core] [pdl=0]\n"
-        "  [streams=1]\n"
+        "  [streams=1] [fp4tc=ROWS]\n"
         "  capture=ROWS: after the tables, one host-driven step of ROWS rows between\n"
         "  cudaProfilerStart/Stop (ncu --profile-from-start off: per-kernel times)\n"
         "  x=MODE: prefill GEMM input (CudaForwardOptions::prefill_x; default fp32)\n"
@@ -180,7 +180,9 @@ int run(int argc, char** argv) {
         "mma.sync\n"
         "  pdl=0: plain stream order instead of programmatic dependent launch\n"
         "  streams=1: everything on the step's stream (CudaForwardOptions::side_streams off: no\n"
-        "  mHC mixes beside the sublayer, no shared expert beside the routed experts)\n");
+        "  mHC mixes beside the sublayer, no shared expert beside the routed experts)\n"
+        "  fp4tc=ROWS: steps of ROWS..16 rows take the routed FP4 experts' tensor-core GEMV\n"
+        "  (CudaForwardOptions::fp4_tc_min_rows, 1..17, default 5)\n");
     return 2;
   }
   const std::string dir = argv[1];
@@ -192,6 +194,7 @@ int run(int argc, char** argv) {
   dsv41::kernels::GemmX prefill_x = dsv41::kernels::GemmX::kFp32;
   bool gemv_tc = true;
   bool side_streams = true;
+  int fp4_tc_min_rows = 5;
   for (int i = 6; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("capture=", 0) == 0) {
@@ -200,6 +203,8 @@ int run(int argc, char** argv) {
       dsv41::kernels::set_programmatic_launch(false);
     } else if (a == "gemv=cuda-core") {
       gemv_tc = false;
+    } else if (a.rfind("fp4tc=", 0) == 0) {
+      fp4_tc_min_rows = std::atoi(a.c_str() + 6);
     } else if (a == "streams=1") {
       side_streams = false;
     } else if (a == "x=fp32" || a == "x=bf16x2" || a == "x=bf16") {
@@ -230,6 +235,7 @@ int run(int argc, char** argv) {
   opts.prefill_x = prefill_x;
   opts.gemv_tc = gemv_tc;
   opts.side_streams = side_streams;
+  opts.fp4_tc_min_rows = fp4_tc_min_rows;
   opts.max_context =  // the first context also runs a profiled prefill chunk; capture 2 steps
       *std::max_element(contexts.begin(), contexts.end()) + 2 * chunk +
       (repeats + 4) * max_rows * 2 + 2 * capture_rows;

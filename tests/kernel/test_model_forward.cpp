@@ -270,6 +270,10 @@ TEST_CASE("cuda forward: bad inputs are rejected naming what is wrong", "[kernel
   bad.max_chunk = 0;
   REQUIRE_THROWS_WITH(cuda::CudaTransformer::upload(*cpu, bad),
                       Catch::Contains("CudaForwardOptions.max_chunk = 0"));
+  cuda::CudaForwardOptions bad_tc;
+  bad_tc.fp4_tc_min_rows = 0;
+  REQUIRE_THROWS_WITH(cuda::CudaTransformer::upload(*cpu, bad_tc),
+                      Catch::Contains("CudaForwardOptions.fp4_tc_min_rows = 0 is outside [1, 17]"));
   cuda::CudaForwardOptions opts;
   opts.max_chunk = 4;
   opts.max_context = 8;

@@ -60,6 +60,8 @@ void CudaForwardOptions::validate() const {
   const int parts = static_cast<int>(prefill_x);
   DSV41_CHECK(parts >= 1 && parts <= 3, kInvalidArgument,
               "CudaForwardOptions.prefill_x = {} is not a GemmX (1, 2 or 3 bf16 parts)", parts);
+  DSV41_CHECK(fp4_tc_min_rows >= 1 && fp4_tc_min_rows <= 17, kInvalidArgument,
+              "CudaForwardOptions.fp4_tc_min_rows = {} is outside [1, 17]", fp4_tc_min_rows);
 }
 
 CudaTransformer::~CudaTransformer() = default;
@@ -122,7 +124,8 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
     if (lw.engram) d->engram = DeviceEngram::upload(*lw.engram, l);
     if (opts.gemv_tc) {
       d->attn.set_gemv_scratch(m->gemv_scratch_.data(), m->gemv_scratch_.bytes());
-      d->ffn.set_gemv_scratch(m->gemv_scratch_.data(), m->gemv_scratch_.bytes());
+      d->ffn.set_gemv_scratch(m->gemv_scratch_.data(), m->gemv_scratch_.bytes(),
+                              opts.fp4_tc_min_rows);
       if (d->engram) d->engram->set_gemv_scratch(m->gemv_scratch_.data(), m->gemv_scratch_.bytes());
     }
     if (m->shared_lane_) {

@@ -50,6 +50,10 @@ struct CudaForwardOptions {
   // and the routed FP4 experts (moe_grouped_fp4_gemv_tc); false: the CUDA-core kernels (kept for
   // comparison in dsv41_bench_cuda_forward, gemv=cuda-core).
   bool gemv_tc = true;
+  // Fewest rows of a step that take the routed FP4 experts' tensor-core GEMV (with gemv_tc), 1..17
+  // (17: never). Below 5 the CUDA-core kernel was faster (H200, device_moe.cpp); an A/B knob of
+  // dsv41_bench_cuda_forward (fp4tc=N).
+  int fp4_tc_min_rows = 5;
   // A sharded Transformer's collectives run over this TpComm instead of the Transformer's own
   // link (null): TpNccl (takes_device_memory) on device buffers without host staging. Must have
   // the link's rank and world and outlive the CudaTransformer.

@@ -26,9 +26,10 @@ void DeviceMoe::set_prefill_x(kernels::GemmX x) {
     lin->set_prefill_x(x);
 }
 
-void DeviceMoe::set_gemv_scratch(void* p, size_t bytes) {
+void DeviceMoe::set_gemv_scratch(void* p, size_t bytes, int tc_min_rows) {
   scratch_ = p;
   scratch_bytes_ = bytes;
+  tc_min_rows_ = tc_min_rows;
   for (DeviceLinear* lin : {&gate_, &shared_w1_, &shared_w2_, &shared_w3_, &shared_w13_})
     lin->set_gemv_scratch(p, bytes);
 }
@@ -243,17 +244,17 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   // A bucket holds each token at most once, so no descriptor has more than T rows.
   const int max_rows = static_cast<int>(std::min<int64_t>(T, kernels::kMoeGemvMaxRows));
   const int n_desc = static_cast<int>(cap);
-  // Steps of 5..16 rows: the tensor-core GEMV (x split into the transformer's scratch) when the
-  // scratch is set; its x rows are every slot [0, T·k). Below 5 rows the CUDA-core GEMV is faster
-  // (H200, routed experts of a 40-layer step, CUDA-core / tensor-core ms: 1 row 3.01 / 4.45,
-  // 2 rows 6.32 / 7.49, 4 rows 11.4 / 13.3, 6 rows 17.4 / 14.3, 16 rows 58.3 / 32.7): its time
-  // follows the distinct experts' bytes, the CUDA-core kernel's the rows per expert as well.
-  constexpr int kTcMinRows = 5;
+  // Steps of tc_min_rows_ (default 5) ..16 rows: the tensor-core GEMV (x split into the
+  // transformer's scratch) when the scratch is set; its x rows are every slot [0, T·k). Below 5
+  // rows the CUDA-core GEMV was faster (H200, routed experts of a 40-layer step, CUDA-core /
+  // tensor-core ms: 1 row 3.01 / 4.45, 2 rows 6.32 / 7.49, 4 rows 11.4 / 13.3, 6 rows 17.4 /
+  // 14.3, 16 rows 58.3 / 32.7): its time follows the distinct experts' bytes, the CUDA-core
+  // kernel's the rows per expert as well.
   const int64_t x_rows = T * k;
   auto grouped = [&](const kernels::MoeGemvDesc* d, int n, const float* in_rows, float* out_rows,
                      int64_t out, int64_t in, const char* what) {
     // (Slots × width beyond the scratch, not at the released dims, stay on the CUDA-core kernel.)
-    if (!gemm && max_rows >= kTcMinRows && scratch_ != nullptr && in % 128 == 0 &&
+    if (!gemm && max_rows >= tc_min_rows_ && scratch_ != nullptr && in % 128 == 0 &&
         kernels::moe_grouped_fp4_gemv_tc_workspace_bytes(x_rows, in) <= scratch_bytes_) {
       check_launch(kernels::moe_grouped_fp4_gemv_tc(d, n, max_rows, in_rows, x_rows, out_rows, out,
                                                     in, scratch_, scratch_bytes_, s),
