@@ -270,6 +270,13 @@ int run(int argc, char** argv) {
       "per weight stored\n",
       rep.exl3_experts, static_cast<long long>(L * E),
       8.0 * static_cast<double>(rep.expert_bytes) / expert_params);
+  // Experts a step of R rows reads: distinct ids of R uniform top-k draws; over a synthetic
+  // expert pool of P (synthetic_expert_pool), the distinct pool slots those ids fall in.
+  const double P = t.synthetic_expert_pool;
+  const auto distinct_experts = [&](int64_t R) {
+    const double ids = R == 1 ? k : E * (1.0 - std::pow(1.0 - k / E, static_cast<double>(R)));
+    return P > 0 ? P * (1.0 - std::pow(1.0 - 1.0 / P, ids)) : ids;
+  };
   std::mt19937 rng(1234);
   std::printf(
       "\n| context | rows | host-driven ms/step | graph ms/step | graph us/layer "
@@ -321,8 +328,7 @@ int run(int argc, char** argv) {
     for (size_t ri = 0; ri < rows.size(); ++ri) {
       const int64_t R = rows[ri];
       const double graph_ms = graph_step_ms(*gpu, seq, rng, R, t.vocab_size, repeats);
-      const double distinct =
-          R == 1 ? k : E * (1.0 - std::pow(1.0 - k / E, static_cast<double>(R)));
+      const double distinct = distinct_experts(R);
       const double bytes =
           dense + distinct * L * rep.expert_bytes + static_cast<double>(R) * engram_row_bytes;
       const double floor_ms = bytes / (peak.gbs * 1e9) * 1e3;
@@ -351,8 +357,7 @@ int run(int argc, char** argv) {
         if (name == "moe routed experts") routed_ms += ms;
       }
       // The routed experts' read rate: distinct experts of the step x layers x the mean expert.
-      const double distinct =
-          R == 1 ? k : E * (1.0 - std::pow(1.0 - k / E, static_cast<double>(R)));
+      const double distinct = distinct_experts(R);
       std::printf("\n  routed experts %.2f GB in %.3f ms = %.0f GB/s (%.1f %% of %.1f TB/s)\n",
                   distinct * L * rep.expert_bytes / 1e9, routed_ms,
                   distinct * L * rep.expert_bytes / (routed_ms * 1e6),
