@@ -105,8 +105,8 @@ double graph_step_ms(const CudaTransformer& m, DeviceSequence& seq, std::mt19937
 // The Engram block at the released dimensions (spec §5: hc 4 x 5120, 8 heads x (4-1) n-grams x
 // 256 = 6144 inputs, wkv 6144 -> 25600 FP8) on R rows, with the table cut to 2^20 rows (the
 // released 384M rows x 256 B would not fit beside the model; a row gather reads R·24 rows either
-// way). The synthetic checkpoint has no Engram layers, so this times the block alone (device
-// time of a graph replay, ms).
+// way). A synthetic checkpoint has no Engram layers unless written with --engram, so this times
+// the block alone (device time of a graph replay, ms).
 double engram_block_ms(const dsv41::ModelConfig& base, int64_t R, int repeats) {
   dsv41::engram::EngramDims d;
   d.hidden = base.text.hidden_size;
@@ -245,16 +245,25 @@ int run(int argc, char** argv) {
   std::printf(
       "model: %d layers, hidden %lld, %d heads x %d, %d experts (top-%d), vocab %lld\n"
       "load: CPU bind %.1f s, upload %.1f s; weights %.2f GiB (routed %.2f GiB, one expert %.1f "
-      "MiB), workspace %.2f GiB, device used %.2f GiB, host peak RSS %.2f GiB\n",
+      "MiB, Engram tables %.2f GiB), workspace %.2f GiB, device used %.2f GiB, host peak RSS "
+      "%.2f GiB\n",
       t.num_hidden_layers, static_cast<long long>(t.hidden_size), t.num_attention_heads, t.head_dim,
       t.n_routed_experts, t.num_experts_per_tok, static_cast<long long>(t.vocab_size), cpu_s,
       rep.seconds, rep.weight_bytes / GiB, rep.routed_bytes / GiB, rep.expert_bytes / 1048576.0,
-      rep.workspace_bytes / GiB, rep.device_used_bytes / GiB, rep.host_peak_rss_bytes / GiB);
+      rep.engram_table_bytes / GiB, rep.workspace_bytes / GiB, rep.device_used_bytes / GiB,
+      rep.host_peak_rss_bytes / GiB);
   std::printf("prefill GEMM input: %s\n", prefill_x == dsv41::kernels::GemmX::kFp32     ? "fp32"
                                           : prefill_x == dsv41::kernels::GemmX::kBf16x2 ? "bf16x2"
                                                                                         : "bf16");
   const double embed_bytes = static_cast<double>(t.vocab_size) * t.hidden_size * 2;
-  const double dense = static_cast<double>(rep.weight_bytes - rep.routed_bytes) - embed_bytes;
+  // Streamed per step: everything but the embedding, the routed experts not chosen and the
+  // Engram tables (a step gathers rows · n_cols rows of each, added per row count below).
+  const double dense =
+      static_cast<double>(rep.weight_bytes - rep.routed_bytes - rep.engram_table_bytes) -
+      embed_bytes;
+  const double engram_row_bytes = static_cast<double>(t.engram_layer_ids.size()) *
+                                  (t.engram_max_ngram_size - 1) * t.engram_n_heads *
+                                  (t.engram_head_dim + t.engram_head_dim / 32.0);
   const double E = t.n_routed_experts, k = t.num_experts_per_tok, L = t.num_hidden_layers;
   // Active parameters per token for the prefill FLOP count: dense weights count 1 parameter per
   // byte (FP8) except BF16 head (2 bytes); routed experts 3 · hidden · inter each, whatever
@@ -267,6 +276,13 @@ int run(int argc, char** argv) {
       "per weight stored\n",
       rep.exl3_experts, static_cast<long long>(L * E),
       8.0 * static_cast<double>(rep.expert_bytes) / expert_params);
+  // Experts a step of R rows reads: distinct ids of R uniform top-k draws; over a synthetic
+  // expert pool of P (synthetic_expert_pool), the distinct pool slots those ids fall in.
+  const double P = t.synthetic_expert_pool;
+  const auto distinct_experts = [&](int64_t R) {
+    const double ids = R == 1 ? k : E * (1.0 - std::pow(1.0 - k / E, static_cast<double>(R)));
+    return P > 0 ? P * (1.0 - std::pow(1.0 - 1.0 / P, ids)) : ids;
+  };
   std::mt19937 rng(1234);
   std::printf(
       "\n| context | rows | host-driven ms/step | graph ms/step | graph us/layer "
@@ -318,9 +334,9 @@ int run(int argc, char** argv) {
     for (size_t ri = 0; ri < rows.size(); ++ri) {
       const int64_t R = rows[ri];
       const double graph_ms = graph_step_ms(*gpu, seq, rng, R, t.vocab_size, repeats);
-      const double distinct =
-          R == 1 ? k : E * (1.0 - std::pow(1.0 - k / E, static_cast<double>(R)));
-      const double bytes = dense + distinct * L * rep.expert_bytes;
+      const double distinct = distinct_experts(R);
+      const double bytes =
+          dense + distinct * L * rep.expert_bytes + static_cast<double>(R) * engram_row_bytes;
       const double floor_ms = bytes / (peak.gbs * 1e9) * 1e3;
       std::printf("| %lld | %lld | %.3f | %.3f | %.1f | %.2f | %.3f | %.0f %% | %.0f %% |\n",
                   static_cast<long long>(seq.pos()), static_cast<long long>(R), host[ri], graph_ms,
@@ -347,8 +363,7 @@ int run(int argc, char** argv) {
         if (name == "moe routed experts") routed_ms += ms;
       }
       // The routed experts' read rate: distinct experts of the step x layers x the mean expert.
-      const double distinct =
-          R == 1 ? k : E * (1.0 - std::pow(1.0 - k / E, static_cast<double>(R)));
+      const double distinct = distinct_experts(R);
       std::printf("\n  routed experts %.2f GB in %.3f ms = %.0f GB/s (%.1f %% of %.1f TB/s)\n",
                   distinct * L * rep.expert_bytes / 1e9, routed_ms,
                   distinct * L * rep.expert_bytes / (routed_ms * 1e6),

@@ -24,6 +24,17 @@ __global__ void __launch_bounds__(kThreads)
                     int n_local, int32_t* counts, int32_t* offsets, int32_t* slot_token,
                     float* slot_weight, int32_t* inv, const detail::TileSets sets, int n_sets,
                     int tile_rows, int64_t capacity) {
+  // This thread's expert's weight / scale pointers of every set, before the wait: the tables are
+  // written at load (DeviceMoe::upload), never by a kernel (common/launch.cuh), and the
+  // descriptor phase then has no global round trip per set. Static indices only (unrolled).
+  const uint8_t* wt[kMoeMaxTileSets];
+  const uint8_t* st[kMoeMaxTileSets];
+#pragma unroll
+  for (int i = 0; i < kMoeMaxTileSets; ++i) {
+    const bool mine = i < n_sets && static_cast<int>(threadIdx.x) < n_local;
+    wt[i] = mine ? sets.set[i].w_table[threadIdx.x] : nullptr;
+    st[i] = mine ? sets.set[i].scale_table[threadIdx.x] : nullptr;
+  }
   detail::pdl_begin();
   extern __shared__ float route_sh[];  // [route_warps][2 E + k]
   __shared__ detail::PermuteShared psh;
@@ -51,8 +62,21 @@ __global__ void __launch_bounds__(kThreads)
   // ids / weights (global, this block's writes) are complete after the last round's barrier.
   detail::permute_block(p.ids, p.weights, static_cast<int>(T * p.k), p.k, expert_begin, n_local,
                         counts, offsets, slot_token, slot_weight, inv, psh);
-  for (int i = 0; i < n_sets; ++i)
-    detail::describe_set(counts, offsets, n_local, sets.set[i], tile_rows, capacity, dsh);
+  // Bucket e is [cursor of e - 1, cursor of e) after the permutation (its cursors end where the
+  // next bucket starts), so count and offset come from shared memory, not a global re-read.
+  const int e = threadIdx.x;
+  int count = 0, off = 0;
+  if (e < n_local) {
+    off = e > 0 ? psh.cnt[e - 1] : 0;
+    count = psh.cnt[e] - off;
+  }
+  const detail::DescribeScan scan = detail::describe_scan(count, tile_rows, dsh);
+#pragma unroll
+  for (int i = 0; i < kMoeMaxTileSets; ++i)
+    if (i < n_sets)
+      detail::describe_write(sets.set[i], scan.tiles > 0 ? wt[i] : nullptr,
+                             scan.tiles > 0 ? st[i] : nullptr, off, count, scan, tile_rows,
+                             capacity);
 }
 
 }  // namespace

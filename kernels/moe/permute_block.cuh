@@ -120,19 +120,23 @@ struct DescribeShared {
   int64_t total;
 };
 
-// The descriptor table of one set: thread e owns local expert e (blockDim.x >= n_local, a
-// multiple of 32): its tile count ceil(counts[e] / tile_rows), an exclusive block scan of those
-// counts gives its first descriptor, so the list is in (expert, r0) order exactly as the serial
+// The descriptor tables of a permutation: thread e owns local expert e (blockDim.x >= n_local, a
+// multiple of 32): its tile count ceil(count_e / tile_rows), an exclusive block scan of those
+// counts gives its first descriptor, so each list is in (expert, r0) order exactly as the serial
 // loop of the reference, without one thread walking all n_local experts (a single thread took
-// 7.5 us per table at 32 experts under ncu; 384 would take ~12x that). Entries [total, capacity)
-// are empty. Ends with a barrier (the shared scratch may be reused).
-__device__ __forceinline__ void describe_set(const int32_t* counts, const int32_t* offsets,
-                                             int n_local, const MoeTileSet& set, int tile_rows,
-                                             int64_t capacity, DescribeShared& sh) {
+// 7.5 us per table at 32 experts under ncu; 384 would take ~12x that). The scan depends only on
+// the counts and tile_rows, so the sets of one permutation share it.
+struct DescribeScan {
+  int64_t tiles = 0, first = 0, total = 0;
+};
+
+// The scan for this thread's expert with `count` rows (0 past n_local). Two barriers.
+__device__ __forceinline__ DescribeScan describe_scan(int count, int tile_rows,
+                                                      DescribeShared& sh) {
   const int e = threadIdx.x, lane = e & 31, warp = e >> 5;
-  const int c = e < n_local ? counts[e] : 0;
-  const int64_t tiles = c > 0 ? (c + tile_rows - 1) / tile_rows : 0;
-  int64_t incl = tiles;  // inclusive scan within the warp
+  DescribeScan r;
+  r.tiles = count > 0 ? (count + tile_rows - 1) / tile_rows : 0;
+  int64_t incl = r.tiles;  // inclusive scan within the warp
 #pragma unroll
   for (int o = 1; o < 32; o <<= 1) {
     const int64_t v = __shfl_up_sync(0xFFFFFFFFu, incl, o);
@@ -150,23 +154,42 @@ __device__ __forceinline__ void describe_set(const int32_t* counts, const int32_
     sh.total = acc;
   }
   __syncthreads();
-  const int64_t first = sh.warp_sum[warp] + incl - tiles;
-  if (tiles > 0) {
-    const uint8_t* w = set.w_table[e];
-    const uint8_t* sc = set.scale_table[e];
-    const int32_t off = offsets[e];
-    for (int64_t j = 0; j < tiles && first + j < capacity; ++j) {
-      MoeGemvDesc d;
-      d.w = w;
-      d.scale = sc;
-      d.x_row = off + static_cast<int32_t>(j) * tile_rows;
-      d.y_row = d.x_row + set.y_row_shift;
-      d.rows = w ? min(tile_rows, c - static_cast<int32_t>(j) * tile_rows) : 0;
-      set.desc[first + j] = d;
-    }
+  r.first = sh.warp_sum[warp] + incl - r.tiles;
+  r.total = sh.total;
+  return r;
+}
+
+// One set's table: this thread's expert's descriptors (w, sc: its w_table / scale_table entries;
+// off, count: its bucket), then the empty entries [total, capacity). No barrier.
+__device__ __forceinline__ void describe_write(const MoeTileSet& set, const uint8_t* w,
+                                               const uint8_t* sc, int32_t off, int count,
+                                               const DescribeScan& s, int tile_rows,
+                                               int64_t capacity) {
+  for (int64_t j = 0; j < s.tiles && s.first + j < capacity; ++j) {
+    MoeGemvDesc d;
+    d.w = w;
+    d.scale = sc;
+    d.x_row = off + static_cast<int32_t>(j) * tile_rows;
+    d.y_row = d.x_row + set.y_row_shift;
+    d.rows = w ? min(tile_rows, count - static_cast<int32_t>(j) * tile_rows) : 0;
+    set.desc[s.first + j] = d;
   }
-  for (int64_t i = sh.total + e; i < capacity; i += blockDim.x)
+  for (int64_t i = s.total + threadIdx.x; i < capacity; i += blockDim.x)
     set.desc[i] = MoeGemvDesc{nullptr, nullptr, 0, 0, 0};
+}
+
+// One set from counts / offsets in global memory (moe_expert_tile_sets: a block per set). Ends
+// with a barrier (the shared scratch may be reused).
+__device__ __forceinline__ void describe_set(const int32_t* counts, const int32_t* offsets,
+                                             int n_local, const MoeTileSet& set, int tile_rows,
+                                             int64_t capacity, DescribeShared& sh) {
+  const int e = threadIdx.x;
+  const int c = e < n_local ? counts[e] : 0;
+  const DescribeScan s = describe_scan(c, tile_rows, sh);
+  if (s.tiles > 0)
+    describe_write(set, set.w_table[e], set.scale_table[e], offsets[e], c, s, tile_rows, capacity);
+  else
+    describe_write(set, nullptr, nullptr, 0, 0, s, tile_rows, capacity);
   __syncthreads();
 }
 

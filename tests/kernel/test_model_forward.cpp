@@ -139,6 +139,9 @@ TEST_CASE("cuda forward: tiny8 logits and greedy continuation match the CPU and 
       rep.weight_bytes / 1048576.0, rep.workspace_bytes / 1048576.0,
       rep.device_used_bytes / 1048576.0, rep.host_peak_rss_bytes / 1048576.0, rep.seconds);
   REQUIRE(rep.weight_bytes > 0);
+  // tiny8's Engram tables: 990 + 1172 rows of 32 E4M3 codes + 1 E8M0 scale.
+  REQUIRE(rep.engram_table_bytes == (990u + 1172u) * 33u);
+  REQUIRE(rep.engram_table_bytes < rep.weight_bytes);
 
   for (int p = 0; p < 3; ++p) {
     const std::string n = "prompt" + std::to_string(p);

@@ -137,8 +137,9 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
     d->ffn.set_prefill_x(opts.prefill_x);
     if (d->engram) d->engram->set_prefill_x(opts.prefill_x);
     weight_bytes += d->device_bytes();
-    m->report_.routed_bytes += d->ffn.expert_bytes() * d->ffn.n_experts();
-    local_experts += d->ffn.n_experts();
+    if (d->engram) m->report_.engram_table_bytes += d->engram->table_bytes();
+    m->report_.routed_bytes += d->ffn.expert_bytes() * d->ffn.resident_experts();
+    local_experts += d->ffn.resident_experts();
     m->report_.exl3_experts += d->ffn.exl3_experts();
     m->layers_.push_back(std::move(d));
   }

@@ -73,6 +73,7 @@ struct CudaLoadReport {
   uint64_t weight_bytes = 0;         // device bytes of every uploaded weight
   uint64_t expert_bytes = 0;         // one routed expert of one layer (w1 + w3 + w2), mean over all
   uint64_t routed_bytes = 0;         // of which all routed experts of all layers
+  uint64_t engram_table_bytes = 0;   // of which the Engram tables (rows gathered, not streamed)
   int exl3_experts = 0;              // (layer, expert) pairs from the EXL3 banks
   uint64_t workspace_bytes = 0;      // device bytes of the step scratch
   uint64_t device_used_bytes = 0;    // cudaMemGetInfo total - free after the upload (all users)

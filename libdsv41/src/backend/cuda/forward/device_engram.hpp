@@ -27,6 +27,8 @@ class DeviceEngram {
 
   const engram::EngramDims& dims() const { return dims_; }
   uint64_t device_bytes() const;
+  // Of which the table and its scales (a step reads T · n_cols of its rows, not all of it).
+  uint64_t table_bytes() const { return table_.bytes() + table_scale_.bytes(); }
 
   // The GEMM input mode of wkv (6144 -> 25,600) at prefill.
   void set_prefill_x(kernels::GemmX x) { wkv_.set_prefill_x(x); }

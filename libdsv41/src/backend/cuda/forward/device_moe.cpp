@@ -1,6 +1,7 @@
 #include "backend/cuda/forward/device_moe.hpp"
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "backend/cuda/forward/launch_check.hpp"
@@ -70,6 +71,10 @@ DeviceMoe DeviceMoe::upload(const MoeWeights& w, const MoeShape& s, int layer,
     d.exl3_ =
         DeviceExl3Experts::upload(*bank, layer, w.expert_begin, w.expert_end, s.dim, d.inter_);
   std::vector<const uint8_t*> w1, s1, w2, s2, w3, s3;  // local index e - expert_begin
+  // Host w1 bytes -> the local index that uploaded them: experts of a synthetic expert pool bind
+  // the same mapped bytes (TextConfig::synthetic_expert_pool) and share one device copy (384
+  // copies of a 32-expert pool would not fit the GPU the pool was sized for).
+  std::map<const uint8_t*, size_t> uploaded;
   for (int e = w.expert_begin; e < w.expert_end; ++e) {
     if (d.exl3_.has(e)) {  // computed by the EXL3 tables: null here
       for (auto* v : {&w1, &s1, &w2, &s2, &w3, &s3}) v->push_back(nullptr);
@@ -88,6 +93,24 @@ DeviceMoe DeviceMoe::upload(const MoeWeights& w, const MoeShape& s, int layer,
     DSV41_CHECK(ex.w1.out_features() == d.inter_ && ex.w1.in_features() == s.dim, kCorruptFile,
                 "{}w1: [{}, {}], the MoE needs [{}, {}]", pe, ex.w1.out_features(),
                 ex.w1.in_features(), d.inter_, s.dim);
+    const auto it = uploaded.find(ex.w1.weight_bytes());
+    const ExpertWeights* src = it != uploaded.end()
+                                   ? &w.experts.at(w.expert_begin + static_cast<int>(it->second))
+                                   : nullptr;
+    if (src != nullptr && src->w2.weight_bytes() == ex.w2.weight_bytes() &&
+        src->w3.weight_bytes() == ex.w3.weight_bytes()) {
+      const size_t j = it->second;
+      for (auto* v : {&w1, &s1, &w2, &s2, &w3, &s3}) {
+        const uint8_t* shared = (*v)[j];
+        v->push_back(shared);
+      }
+      d.w1_.emplace_back();
+      d.w2_.emplace_back();
+      d.w3_.emplace_back();
+      ++d.n_alias_;
+      continue;
+    }
+    uploaded.emplace(ex.w1.weight_bytes(), d.w1_.size());
     d.w1_.push_back(DeviceLinear::upload(ex.w1, pe + "w1"));
     d.w2_.push_back(DeviceLinear::upload(ex.w2, pe + "w2"));
     d.w3_.push_back(DeviceLinear::upload(ex.w3, pe + "w3"));
@@ -128,7 +151,8 @@ uint64_t DeviceMoe::device_bytes() const {
 uint64_t DeviceMoe::expert_bytes() const {
   uint64_t b = exl3_.expert_bytes_total();
   for (size_t e = 0; e < w1_.size(); ++e) b += w1_[e].bytes() + w2_[e].bytes() + w3_[e].bytes();
-  return w1_.empty() ? 0 : b / w1_.size();
+  const int resident = resident_experts();
+  return resident <= 0 ? 0 : b / static_cast<uint64_t>(resident);
 }
 
 void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, ForwardWorkspace& ws,

@@ -38,8 +38,11 @@ class DeviceMoe {
 
   uint64_t device_bytes() const;
   // Bytes of one routed expert (w1 + w3 + w2 with scales, or EXL3 trellis + sign·scales), the
-  // mean over the layer's experts (EXL3 experts differ by K).
+  // mean over the layer's resident experts (EXL3 experts differ by K).
   uint64_t expert_bytes() const;
+  // Routed experts with their own device bytes: n_experts() less the pooled aliases of a
+  // synthetic checkpoint (TextConfig::synthetic_expert_pool), which share an earlier expert's.
+  int resident_experts() const { return n_experts() - n_alias_; }
   int exl3_experts() const { return exl3_.count(); }
   // Routed experts held on this device (the rank's range).
   int n_experts() const { return expert_end_ - expert_begin_; }
@@ -62,7 +65,9 @@ class DeviceMoe {
   int64_t inter_ = 0, shared_inter_ = 0;
   DeviceLinear gate_;
   DeviceBuffer bias_, bias_vl_;
-  std::vector<DeviceLinear> w1_, w2_, w3_;  // routed FP4 experts [E] (empty for EXL3 ones)
+  std::vector<DeviceLinear> w1_, w2_, w3_;  // routed FP4 experts [E] (empty for EXL3 ones and
+                                            // pooled aliases)
+  int n_alias_ = 0;                         // pooled aliases among them
   DeviceExl3Experts exl3_;
   kernels::GemmX prefill_x_ = kernels::GemmX::kFp32;  // routed FP4 GEMM (moe_grouped_fp4_gemm)
   void* scratch_ = nullptr;  // x split of moe_grouped_fp4_gemv_tc (null: the CUDA-core GEMV)
