@@ -1,4 +1,4 @@
-// Tensor-core attention core for prefill chunks (spec §2.2 steps 4-6): every head of a token reads
+// Tensor-core attention core (spec §2.2 steps 4-6): every head of a token reads
 // the same keys (one K=V head), so a block of (token, 16 heads) is a small GEMM pair per tile of
 // 32 keys: S[16 heads, 32 keys] = Q·Kᵀ over head_dim, then O[16, head_dim] += P·K, with the
 // online softmax between them. mma.sync m16n8k16 (bf16 in, fp32 accumulate; sm_80+, so sm_90
@@ -14,6 +14,14 @@
 //   PV pass  O of its channels (P fragments and ldmatrix.trans K fragments from shared memory)
 // The 640-key list of the released dims (128 window + 512 selected) is 20 tiles; 4 head groups
 // per token decode the same keys (the split-key kernel decodes them 8 times).
+//
+// Key splits (decode and verify steps, few tokens): block (token, split, head group) walks tiles
+// [split · tiles_per_split, ...) and, with more than one split, stores its unnormalised O, m and l
+// in the split-key layout of window_sparse_attention.cu, whose combine_kernel adds the sink,
+// normalises and applies the inverse RoPE. At one token that is 20 splits × 4 head groups = 80
+// blocks of one tile each, where the CUDA-core split-key kernel ran 320 blocks of a 16-key tile
+// for 8 heads at ~28 us (ncu, H100: its q copy, value-table lookups and fp32 dot products from
+// shared memory were latency chains at 0.6 waves).
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -25,8 +33,8 @@
 namespace dsv41::kernels::detail {
 namespace {
 
-constexpr int kHeads = 16;  // MMA rows
-constexpr int kKeys = 32;   // keys per tile
+constexpr int kHeads = kAttendTcHeads;  // MMA rows
+constexpr int kKeys = kAttendTcKeys;    // keys per tile
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kParts = 3;         // hi, mid, lo
@@ -124,7 +132,9 @@ __global__ void __launch_bounds__(kThreads, 2) attend_tc_kernel(AttendArgs a) {
   __shared__ int fp8_key[2][kKeys];
   __shared__ int bad;
 
-  const int64_t t = blockIdx.x;
+  const int64_t t = blockIdx.x / a.splits;
+  const int split = static_cast<int>(blockIdx.x % a.splits);
+  const int tb = split * a.tiles_per_split, te = min(a.n_tiles, tb + a.tiles_per_split);
   const int h0 = blockIdx.y * kHeads;
   const int heads = min(kHeads, a.H - h0);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
@@ -133,7 +143,7 @@ __global__ void __launch_bounds__(kThreads, 2) attend_tc_kernel(AttendArgs a) {
   __syncthreads();  // bad = 0 before any slot may set it
   if (tid < kKeys) {
     int fp8 = 0;
-    src[0][tid] = key_slot(a, t, tid, &fp8, &bad);
+    src[0][tid] = key_slot(a, t, tb * kKeys + tid, &fp8, &bad);
     fp8_key[0][tid] = fp8;
   }
 
@@ -163,8 +173,8 @@ __global__ void __launch_bounds__(kThreads, 2) attend_tc_kernel(AttendArgs a) {
   // Decode items: (key, 16 channels); kItems per thread, loaded in batches of 4 so that a
   // batch's global loads are in flight together (one dependent round per 4 items).
   constexpr int kItems = kKeys * (D / 16) / kThreads, kBatch = kItems < 4 ? kItems : 4;
-  for (int tile = 0; tile < a.n_tiles; ++tile) {
-    const int buf = tile & 1;
+  for (int tile = tb; tile < te; ++tile) {
+    const int buf = (tile - tb) & 1;
     __syncthreads();  // slots of this tile written; the previous tile's keys and P consumed
 #pragma unroll
     for (int i0 = 0; i0 < kItems; i0 += kBatch) {
@@ -185,7 +195,7 @@ __global__ void __launch_bounds__(kThreads, 2) attend_tc_kernel(AttendArgs a) {
       }
     }
     __syncthreads();
-    if (tid < kKeys && tile + 1 < a.n_tiles) {  // the next tile's slots (index load in flight)
+    if (tid < kKeys && tile + 1 < te) {  // the next tile's slots (index load in flight)
       int fp8 = 0;
       src[buf ^ 1][tid] = key_slot(a, t, (tile + 1) * kKeys + tid, &fp8, &bad);
       fp8_key[buf ^ 1][tid] = fp8;
@@ -298,6 +308,28 @@ __global__ void __launch_bounds__(kThreads, 2) attend_tc_kernel(AttendArgs a) {
     }
   }
   __syncthreads();
+  if (a.splits > 1) {  // this split's O, m, l for combine_kernel (rows of head_dim + 4 floats)
+    const int64_t stride = D + 4;
+    // Row (t, h, split) of `part`: t · H · splits + split = blockIdx.x + (H - 1) · t · splits.
+    const int64_t row0 = blockIdx.x + static_cast<int64_t>(a.H - 1) * (blockIdx.x - split);
+    if ((tid & 7) == 0 && sh < heads) {
+      float* dst = a.part + (row0 + static_cast<int64_t>(h0 + sh) * a.splits) * stride;
+      dst[D] = m_run;
+      dst[D + 1] = bad != 0 ? __int_as_float(0x7fc00000) : l_run;
+    }
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = g + 8 * half;
+      if (row >= heads) continue;
+      float* prow =
+          a.part + (row0 + static_cast<int64_t>(h0 + row) * a.splits) * stride + warp * DW + 2 * tq;
+#pragma unroll
+      for (int n = 0; n < 2 * KS; ++n)
+        *reinterpret_cast<float2*>(prow + 8 * n) =
+            make_float2(acc[n][2 * half], acc[n][2 * half + 1]);
+    }
+    return;
+  }
   if ((tid & 7) == 0 && sh < heads)
     fac[sh] = finish_factor(a.sink[h0 + sh], m_run, l_run, bad != 0);
   __syncthreads();
@@ -324,7 +356,8 @@ cudaError_t launch(const AttendArgs& a, cudaStream_t stream) {
     (void)cudaGetLastError();
     return cudaErrorInvalidValue;
   }
-  const dim3 grid(static_cast<unsigned>(a.T), static_cast<unsigned>((a.H + kHeads - 1) / kHeads));
+  const dim3 grid(static_cast<unsigned>(a.T * a.splits),
+                  static_cast<unsigned>((a.H + kHeads - 1) / kHeads));
   return launch_kernel(attend_tc_kernel<KS>, grid, kThreads, smem, stream, a);
 }
 

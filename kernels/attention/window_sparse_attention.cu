@@ -13,10 +13,12 @@
 // With one split the block adds the sink and normalises; else it writes (m, l, acc) and
 // combine_kernel merges the splits with the sink. Whichever writes o applies the inverse RoPE on
 // the way out (one launch per layer fewer at decode; the prefill kernel uses rope_rotate).
-// Decode of one token at the released dims: 40 tiles × 8 head groups = 320 blocks of one tile
-// each (a block's phases are latency-bound at 1-2 blocks per SM: with 32-key tiles one tile took a
-// block ~30 us under ncu on an H100, the whole kernel's time; 16 keys halve every phase). Calls of
-// T >= 32 tokens with head_dim 64/128/256/512 go to the tensor-core kernel instead (attend_tc.cu).
+// Calls whose head_dim is 64/128/256/512 go to the tensor-core kernel (attend_tc.cu): below 32
+// tokens with the same key splits (32-key tiles, 16 heads per block) and this file's
+// combine_kernel, from 32 tokens on one split per block. The split-key kernel here serves the
+// other head dims: at one token of the released dims it was 40 tiles × 8 head groups = 320 blocks
+// of one tile each, ~28 us under ncu on an H100 (latency chains at 0.6 waves), against which the
+// tensor-core path was measured (docs/perf.md "Stop 32").
 // An out-of-range selection id makes every row of its token NaN (the reference throws).
 #include <cmath>
 #include <cstdint>
@@ -283,10 +285,14 @@ struct Plan {
   int n_tiles, splits, tiles_per_split;
 };
 
-Plan plan(int64_t T, int heads, int window, int topk, size_t workspace_bytes, int D) {
+// Splits of the key list for a kernel of `tile` keys per tile and `heads_blk` heads per block:
+// about kTargetBlocks blocks, at most one split per tile and 64 (combine_kernel's weight table),
+// and no more than the workspace holds.
+Plan plan(int64_t T, int heads, int window, int topk, size_t workspace_bytes, int D, int tile,
+          int heads_blk) {
   Plan p;
-  p.n_tiles = (window + topk + kTile - 1) / kTile;
-  const int64_t base = T * ((heads + kHeadsBlk - 1) / kHeadsBlk);
+  p.n_tiles = (window + topk + tile - 1) / tile;
+  const int64_t base = T * ((heads + heads_blk - 1) / heads_blk);
   int64_t s = (kTargetBlocks + base - 1) / base;
   s = s < 1 ? 1 : (s > p.n_tiles ? p.n_tiles : s);
   s = s > 64 ? 64 : s;  // combine_kernel's weight table
@@ -299,12 +305,23 @@ Plan plan(int64_t T, int heads, int window, int topk, size_t workspace_bytes, in
   return p;
 }
 
+// The plan of the kernel that serves (T, head_dim): the tensor-core kernel's below
+// kAttendTcMinTokens where it supports head_dim (from there on its one split per block needs no
+// plan), else the split-key kernel's.
+Plan plan_for(int64_t T, int heads, int window, int topk, size_t workspace_bytes, int D) {
+  if (detail::attend_tc_supported(D))
+    return plan(T, heads, window, topk, workspace_bytes, D, detail::kAttendTcKeys,
+                detail::kAttendTcHeads);
+  return plan(T, heads, window, topk, workspace_bytes, D, kTile, kHeadsBlk);
+}
+
 }  // namespace
 
 size_t window_sparse_attention_workspace_bytes(int64_t T, int heads, int head_dim, int window,
                                                int topk) {
   if (T < 1 || heads < 1 || head_dim < 1 || window < 1 || topk < 0) return 0;
-  const Plan p = plan(T, heads, window, topk, SIZE_MAX, head_dim);
+  if (T >= detail::kAttendTcMinTokens && detail::attend_tc_supported(head_dim)) return 0;
+  const Plan p = plan_for(T, heads, window, topk, SIZE_MAX, head_dim);
   return p.splits > 1 ? static_cast<size_t>(T) * heads * p.splits * (head_dim + 4) * 4 : 0;
 }
 
@@ -325,16 +342,34 @@ cudaError_t window_sparse_attention(const float* q, const uint8_t* new_packed, c
     return cudaErrorInvalidValue;
   if (T == 0) return cudaSuccess;
   const float scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
-  if (T >= detail::kAttendTcMinTokens && detail::attend_tc_supported(D)) {
-    const int n_tiles = (window + topk + 31) / 32;
-    const AttendArgs a{q,        new_packed, ring,      compressed, index,   sink, o,
-                       nullptr,  T,          n_entries, pos0,       heads,   D,    window,
-                       capacity, topk,       1,         n_tiles,    n_tiles, scale};
-    const cudaError_t e = detail::attend_tc(a, stream);
-    if (e != cudaSuccess) return e;
-    return rope_rotate(o, inv_freq, T, heads, D, rope_dim, pos0, 1, true, stream);
+  const bool tc = detail::attend_tc_supported(D);
+  Plan p;
+  if (tc && T >= detail::kAttendTcMinTokens) {
+    p.n_tiles = p.tiles_per_split =
+        (window + topk + detail::kAttendTcKeys - 1) / detail::kAttendTcKeys;
+    p.splits = 1;
+  } else {
+    p = plan_for(T, heads, window, topk, workspace_bytes, D);
   }
-  const Plan p = plan(T, heads, window, topk, workspace_bytes, D);
+  if (tc) {
+    const AttendArgs a{q,         new_packed,
+                       ring,      compressed,
+                       index,     sink,
+                       o,         static_cast<float*>(workspace),
+                       T,         n_entries,
+                       pos0,      heads,
+                       D,         window,
+                       capacity,  topk,
+                       p.splits,  p.tiles_per_split,
+                       p.n_tiles, scale};
+    cudaError_t e = detail::attend_tc(a, stream);
+    if (e != cudaSuccess) return e;
+    if (p.splits == 1)
+      return rope_rotate(o, inv_freq, T, heads, D, rope_dim, pos0, 1, true, stream);
+    (void)detail::launch_kernel(combine_kernel, static_cast<unsigned>(T * heads), 128, 0, stream,
+                                a.part, sink, o, heads, D, p.splits, inv_freq, rope_dim, pos0);
+    return cudaGetLastError();
+  }
   const size_t smem = smem_bytes(D);
   if (smem > 48 * 1024 &&
       cudaFuncSetAttribute(attend_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -90,9 +90,10 @@ cudaError_t kv_norm_rope_quantize(KvFormat f, const float* x, const KvRowOps& op
 //   workspace  split-key partials, window_sparse_attention_workspace_bytes(T, ...) bytes for the
 //              full split count; fewer bytes (or 0 / null) give fewer key splits (slower for
 //              few tokens, same math). Never read before written.
-// T >= 32 with head_dim 64, 128, 256 or 512 (prefill chunks): one block per (token, 16 heads) on
-// tensor cores (keys exact in bf16, q and the probabilities in three bf16 parts, fp32 accumulate:
-// the same bound as below; workspace unused). Otherwise:
+// head_dim 64, 128, 256 or 512: blocks of (token, 16 heads) on tensor cores (keys exact in bf16,
+// q and the probabilities in three bf16 parts, fp32 accumulate: the same bound as below), over
+// key splits of 32-key tiles below 32 tokens (workspace as below), one split per block from 32
+// tokens on (workspace unused). Other head dims, on CUDA cores:
 // Split-key online softmax (flash decoding): keys are decoded to fp32 exactly as the reference;
 // scores and sums are fp32 FMA in a different order than the reference's sequential unfused loop,
 // so results agree to rounding (docs/kernels.md gives the bound the kernel test checks), and they

@@ -57,7 +57,7 @@ ForwardWorkspace::ForwardWorkspace(const ModelConfig& cfg, int C, int64_t max_co
   u = f32(C * heads * hd / std::max(1, t.o_groups));
   zg = f32(C * t.o_lora_rank);
   z = f32(C * int64_t{t.o_groups} * t.o_lora_rank);
-  // Splits shrink as T grows (one split from 32 tokens on at 64 heads): the max is at small T.
+  // Splits shrink as T grows (one split from 32 tokens on): the max is at small T.
   size_t part = 0;
   for (int64_t T = 1; T <= std::min<int64_t>(C, 256); ++T)
     part = std::max(part, kernels::window_sparse_attention_workspace_bytes(
