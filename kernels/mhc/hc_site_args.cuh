@@ -24,6 +24,9 @@ inline constexpr int kBatch = 4;
 inline constexpr int64_t kSplitMaxTokens = 16;
 // One batch of loads per thread.
 inline constexpr int64_t kSliceValues = int64_t{kBatch} * kThreads;
+// Slices up to the portable cluster size (8) run as one thread-block cluster per token
+// (hc_collapse_cluster_kernel: D <= 8192); more take the counter kernel.
+inline constexpr int64_t kClusterMaxSlices = 8;
 inline int64_t slices_for(int64_t D) { return (D + kSliceValues - 1) / kSliceValues; }
 inline size_t collapse_region_bytes(int64_t D) {
   return align256(kSplitMaxTokens * 4 + static_cast<size_t>(kSplitMaxTokens * slices_for(D)) * 8);

@@ -392,6 +392,7 @@ TEST_CASE("hc_site matches hc_mixes + hc_collapse + rms_norm of the CPU", "[kern
   run_site(100, 1, 300, 3, true);
   run_site(70, 8, 100, 20, true);
   for (int64_t T : {1, 2, 7, 16, 300, 2048}) run_site(T, 4, 5120, 20, true);  // released dims
+  run_site(2, 4, 9000, 20, true);  // 9 slices: the counter kernel instead of a cluster
 }
 
 TEST_CASE("hc_site rejects unsupported arguments", "[kernel][mhc]") {
@@ -418,7 +419,7 @@ TEST_CASE("hc_site rejects unsupported arguments", "[kernel][mhc]") {
   CHECK(call(p, p, q, 1, 4, 64, 0, ws, wsb) == cudaErrorInvalidValue);
   CHECK(call(p, p, q, 1, 4, 64, 20, nullptr, wsb) == cudaErrorInvalidValue);
   CHECK(call(p, p, q, 1, 4, 64, 20, reinterpret_cast<uint8_t*>(ws) + 4, wsb) ==
-        cudaErrorInvalidValue);                                          // alignment
+        cudaErrorInvalidValue);  // alignment
   // Workspace too small: sized for 4 rows, asked for 12 (5 rows fit in the 256-byte alignment
   // slack before the split collapse's region, so 5 is not a sure overflow); and too small for the
   // split collapse's region alone.
