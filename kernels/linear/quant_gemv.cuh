@@ -96,13 +96,16 @@ __host__ __device__ constexpr int64_t staged_x_bytes(int64_t rows, int64_t in) {
 //
 // kStageX: x [rows, in] is first copied into shared memory (staged_x_bytes <= 48 KB), so the
 // per-lane 64-byte x reads cost one bank pass per quarter warp instead of 16 L1 lines per load.
+// row_map (kStageX only; null: identity): staged row t is x row row_map[t] (a gather folded into
+// the staging, moe_grouped_fp4_gemv_gathered).
 // The work of block `block` (row groups [block · groups, ...)); also the body of the grouped
 // routed-expert GEMV (kernels/moe/moe_grouped_fp4_gemv.cu).
 template <class Fmt, int T, int R, bool kStageX>
 __device__ __forceinline__ void quant_gemv_block(
     const float* __restrict__ x, const uint8_t* __restrict__ w, const uint8_t* __restrict__ scale,
     float* __restrict__ y, int rows, int64_t out, int64_t in, int ksplit, int64_t block,
-    int64_t x_stride, int64_t y_stride, const GemvRope& rope = GemvRope{}) {
+    int64_t x_stride, int64_t y_stride, const GemvRope& rope = GemvRope{},
+    const int32_t* row_map = nullptr) {
   extern __shared__ float4 xs[];  // kStageX: [rows][staged_row_f4(in)], padded (x_pad)
   __shared__ float red[kGemvWarps][T * R];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -158,7 +161,8 @@ __device__ __forceinline__ void quant_gemv_block(
     // took an integer division per float4 (`nvcc -ptx`: div.s32 in the copy loop), ~5 % of a
     // 1-row routed-expert block's instructions, and this copy is on every block's critical path.
     for (int t = 0; t < rows; ++t) {
-      const float4* xt = reinterpret_cast<const float4*>(x) + t * xs4;
+      const int64_t xr = row_map != nullptr ? static_cast<int64_t>(row_map[t]) : t;
+      const float4* xt = reinterpret_cast<const float4*>(x) + xr * xs4;
       float4* st = xs + t * sx4;
       int f = threadIdx.x;
       for (; f + 3 * kGemvThreads < n4; f += 4 * kGemvThreads) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
+#include <cstring>
 
 #include "dsv41k/moe.hpp"
 #include "kernel/gemv_case.hpp"
@@ -137,6 +138,73 @@ std::vector<int32_t> verify_counts() {
   return c;
 }
 
+// moe_grouped_fp4_gemv_gathered (x rows through slot_token while staged) against
+// moe_grouped_fp4_gemv on the host-gathered copy xs[s] = x[slot_token[s]]: every output byte equal.
+// Slots are drawn over `tokens` tokens; counts give the buckets (max_rows = the largest).
+void run_gathered(const std::vector<int32_t>& counts, int tokens, int64_t out, int64_t in,
+                  uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const int n_local = static_cast<int>(counts.size());
+  std::vector<int32_t> offsets(n_local + 1, 0);
+  for (int e = 0; e < n_local; ++e) offsets[e + 1] = offsets[e] + counts[e];
+  const int32_t slots = offsets[n_local];
+  const int max_rows = std::max(1, *std::max_element(counts.begin(), counts.end()));
+  REQUIRE(kernels::moe_grouped_fp4_gemv_gathered_supported(max_rows, in));
+  std::uniform_int_distribution<int> byte(0, 255), token(0, tokens - 1);
+  std::vector<uint8_t> w(size_t(out * in / 2));
+  for (auto& b : w) b = static_cast<uint8_t>(byte(rng));
+  const std::vector<uint8_t> sc = random_e8m0(size_t(out * (in / 32)), rng);
+  const std::vector<float> x = random_normal(size_t(tokens) * in, rng);
+  std::vector<int32_t> slot_token(slots);
+  for (auto& t : slot_token) t = token(rng);
+  std::vector<float> xs(size_t(slots) * in);
+  for (int32_t s = 0; s < slots; ++s)
+    std::copy(x.begin() + size_t(slot_token[s]) * in, x.begin() + size_t(slot_token[s] + 1) * in,
+              xs.begin() + size_t(s) * in);
+  const int64_t cap = kernels::moe_tile_capacity(slots, 1, n_local, kernels::kMoeGemvMaxRows);
+  std::vector<const uint8_t*> wt(n_local), st(n_local);
+  cuda::CudaStream stream;
+  cuda::DeviceBuffer dw(w.size()), ds(sc.size()), dc(counts.size() * 4), doff(offsets.size() * 4),
+      dwt(n_local * 8), dst(n_local * 8), ddesc(size_t(cap) * sizeof(kernels::MoeGemvDesc)),
+      dx(x.size() * 4), dxs(xs.size() * 4), dmap(slot_token.size() * 4),
+      dy0(size_t(slots) * out * 4), dy1(size_t(slots) * out * 4);
+  dw.upload(std::span<const uint8_t>(w));
+  ds.upload(std::span<const uint8_t>(sc));
+  for (int e = 0; e < n_local; ++e) wt[e] = dw.as<uint8_t>(), st[e] = ds.as<uint8_t>();
+  dc.upload(std::span<const int32_t>(counts));
+  doff.upload(std::span<const int32_t>(offsets));
+  dwt.upload(wt.data(), wt.size() * 8);
+  dst.upload(st.data(), st.size() * 8);
+  dx.upload(std::span<const float>(x));
+  dxs.upload(std::span<const float>(xs));
+  dmap.upload(std::span<const int32_t>(slot_token));
+  dy0.fill_bytes(0xFF);
+  dy1.fill_bytes(0xA5);  // another poison: an unwritten row differs from the plain launch's
+  DSV41_CUDA_CHECK(kernels::moe_expert_tiles(dc.as<int32_t>(), doff.as<int32_t>(), n_local,
+                                             dwt.as<const uint8_t*>(), dst.as<const uint8_t*>(), 0,
+                                             kernels::kMoeGemvMaxRows,
+                                             ddesc.as<kernels::MoeGemvDesc>(), cap, stream.get()));
+  const auto* D = ddesc.as<kernels::MoeGemvDesc>();
+  DSV41_CUDA_CHECK(kernels::moe_grouped_fp4_gemv(
+      D, static_cast<int>(cap), max_rows, dxs.as<float>(), dy0.as<float>(), out, in, stream.get()));
+  DSV41_CUDA_CHECK(kernels::moe_grouped_fp4_gemv_gathered(D, static_cast<int>(cap), max_rows,
+                                                          dx.as<float>(), dmap.as<int32_t>(),
+                                                          dy1.as<float>(), out, in, stream.get()));
+  stream.synchronize();
+  std::vector<float> y0(size_t(slots) * out), y1(y0.size());
+  dy0.download(y0.data(), y0.size() * 4);
+  dy1.download(y1.data(), y1.size() * 4);
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < y0.size(); ++i)
+    if (std::memcmp(&y0[i], &y1[i], 4) != 0 && bad++ == 0) first = i;
+  INFO(
+      fmt::format("gathered out {} in {} tokens {} slots {} max_rows {} seed {:#x}: {} of {} "
+                  "outputs differ from gather + moe_grouped_fp4_gemv; first {} ({} vs {})",
+                  out, in, tokens, slots, max_rows, seed, bad, y0.size(), first,
+                  bad ? y1[first] : 0.f, bad ? y0[first] : 0.f));
+  CHECK(bad == 0);
+}
+
 }  // namespace
 
 TEST_CASE("moe_grouped_fp4_gemv matches Linear per expert at tiny shapes", "[kernel][moe]") {
@@ -218,6 +286,39 @@ TEST_CASE("moe_grouped_fp4_gemm matches Linear per expert", "[kernel][moe][gemm]
     run_grouped({0, 2, 0, 70}, 33, 96, seed + 6, true, xp);
     run_grouped(prefill, 2304, 5120, seed + 7, true, xp);
   }
+}
+
+TEST_CASE("moe_grouped_fp4_gemv_gathered equals gather + moe_grouped_fp4_gemv", "[kernel][moe]") {
+  if (skip_without_gpu()) return;
+  // Decode (six one-row buckets of one token) and a 2-token step at the routed-expert gate/up
+  // shape (in 5120: max_rows <= 2 stage), tiny shapes up to 8-row buckets.
+  run_gathered(decode_counts(), 1, 2304, 5120, fresh_seed());
+  std::vector<int32_t> two = decode_counts();
+  two[77] = 2, two[201] = 2, two[5] = 1, two[6] = 1;
+  run_gathered(two, 2, 2304, 5120, fresh_seed());
+  run_gathered({3, 0, 1, 4, 2}, 5, 40, 64, fresh_seed());
+  run_gathered({8, 0, 5, 7}, 9, 33, 96, fresh_seed());
+  CHECK(kernels::moe_grouped_fp4_gemv_gathered_supported(1, 5120));
+  CHECK(kernels::moe_grouped_fp4_gemv_gathered_supported(2, 5120));
+  CHECK_FALSE(kernels::moe_grouped_fp4_gemv_gathered_supported(4, 5120));  // 4 rows not staged
+  CHECK_FALSE(kernels::moe_grouped_fp4_gemv_gathered_supported(16, 64));   // never staged
+  CHECK_FALSE(kernels::moe_grouped_fp4_gemv_gathered_supported(0, 64));
+  CHECK_FALSE(kernels::moe_grouped_fp4_gemv_gathered_supported(1, 48));
+  cuda::DeviceBuffer d(4096), x(5120 * 4 * 4), y(5120 * 4 * 4), m(64);
+  d.fill_bytes(0);  // rows 0: a valid launch computes nothing
+  m.fill_bytes(0);
+  const auto* Dd = d.as<kernels::MoeGemvDesc>();
+  const int32_t* M = m.as<int32_t>();
+  using kernels::moe_grouped_fp4_gemv_gathered;
+  CHECK(moe_grouped_fp4_gemv_gathered(Dd, 4, 2, x.as<float>(), M, y.as<float>(), 64, 5120,
+                                      nullptr) == cudaSuccess);
+  CHECK(moe_grouped_fp4_gemv_gathered(Dd, 4, 2, x.as<float>(), nullptr, y.as<float>(), 64, 5120,
+                                      nullptr) == cudaErrorInvalidValue);  // no slot map
+  CHECK(moe_grouped_fp4_gemv_gathered(Dd, 4, 4, x.as<float>(), M, y.as<float>(), 64, 5120,
+                                      nullptr) == cudaErrorInvalidValue);  // 4 rows not staged
+  CHECK(moe_grouped_fp4_gemv_gathered(nullptr, 4, 1, x.as<float>(), M, y.as<float>(), 64, 64,
+                                      nullptr) == cudaErrorInvalidValue);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
 }
 
 TEST_CASE("moe_grouped_fp4_gemv rejects unsupported arguments", "[kernel][moe]") {

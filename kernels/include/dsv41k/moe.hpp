@@ -201,6 +201,17 @@ cudaError_t moe_grouped_fp4_gemm(const MoeGemvDesc* desc, int n_desc, const floa
 cudaError_t moe_grouped_fp4_gemv(const MoeGemvDesc* desc, int n_desc, int max_rows, const float* x,
                                  float* y, int64_t out, int64_t in, cudaStream_t stream);
 
+// moe_gather + moe_grouped_fp4_gemv in one launch: descriptor row x_row + t reads x row
+// slot_token[x_row + t] (x [tokens, in], the layer's normalised activations) as the kernel stages
+// x into shared memory, instead of row x_row + t of the gathered copy. Same bits as the two
+// launches (the same values staged). Only where every kernel instance max_rows can pick stages x:
+// moe_grouped_fp4_gemv_gathered_supported(max_rows, in) (e.g. max_rows <= 2 at in = 5120), else
+// cudaErrorInvalidValue; slot_token non-null, the other rules as moe_grouped_fp4_gemv.
+bool moe_grouped_fp4_gemv_gathered_supported(int max_rows, int64_t in);
+cudaError_t moe_grouped_fp4_gemv_gathered(const MoeGemvDesc* desc, int n_desc, int max_rows,
+                                          const float* x, const int32_t* slot_token, float* y,
+                                          int64_t out, int64_t in, cudaStream_t stream);
+
 // Tensor-core form of moe_grouped_fp4_gemv (moe/moe_grouped_fp4_gemv_tc.cu): codes as exact f16
 // through mma.sync, x as three f16 parts per (row, 32-column block) with a power-of-two factor
 // (linear/gemv_tc.cuh), fp32 accumulation; the same per-element bound, another summation order

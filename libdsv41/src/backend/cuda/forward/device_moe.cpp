@@ -239,6 +239,24 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   }
   gate_.gemv(xn, T, logits, s);
   const int32_t* n_slots = offsets + El;
+  // A bucket holds each token at most once, so no descriptor has more than T rows.
+  const int max_rows = static_cast<int>(std::min<int64_t>(T, kernels::kMoeGemvMaxRows));
+  // Steps of tc_min_rows_ (default 5) ..16 rows: the tensor-core GEMV (x split into the
+  // transformer's scratch) when the scratch is set; its x rows are every slot [0, T·k). Below 5
+  // rows the CUDA-core GEMV was faster (H200, routed experts of a 40-layer step, CUDA-core /
+  // tensor-core ms: 1 row 3.01 / 4.45, 2 rows 6.32 / 7.49, 4 rows 11.4 / 13.3, 6 rows 17.4 /
+  // 14.3, 16 rows 58.3 / 32.7): its time follows the distinct experts' bytes, the CUDA-core
+  // kernel's the rows per expert as well.
+  const int64_t x_rows = T * k;
+  const auto tc_gemv = [&](int64_t in) {
+    return !gemm && max_rows >= tc_min_rows_ && scratch_ != nullptr && in % 128 == 0 &&
+           kernels::moe_grouped_fp4_gemv_tc_workspace_bytes(x_rows, in) <= scratch_bytes_;
+  };
+  // FP4-only decode steps on the CUDA-core GEMV with x staged: the gate+up launch reads the
+  // tokens' rows through slot_token itself, so no moe_gather launch sits on the critical path
+  // (4.0 us per layer under ncu, H100).
+  const bool fold_gather = has_fp4_ && !has_x && !gemm && !tc_gemv(D) &&
+                           kernels::moe_grouped_fp4_gemv_gathered_supported(max_rows, D);
   if (T <= kernels::kMoeDispatchMaxTokens && El <= kernels::kMoeDispatchMaxLocalExperts) {
     // Decode and verify steps: route, permutation and descriptors in one launch (the same bytes
     // as the three below; two launch boundaries fewer on the critical path per layer).
@@ -250,7 +268,8 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
                                     slot_token, slot_weight, inv, sets, n_sets, tile, cap, s),
         l, "moe_route_dispatch");
     profile_mark(prof, "moe gate+route", s);
-    check_launch(kernels::moe_gather(xn, slot_token, n_slots, xs, T * k, D, s), l, "moe_gather");
+    if (!fold_gather)
+      check_launch(kernels::moe_gather(xn, slot_token, n_slots, xs, T * k, D, s), l, "moe_gather");
   } else {
     check_launch(kernels::moe_route(logits, bias_.as<float>(), bias_vl_.as<float>(), flags, ids, rw,
                                     nullptr, T, E, k, shape_.gate_temp, shape_.norm_topk_prob,
@@ -260,26 +279,17 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
                                       slot_token, slot_weight, inv, s),
                  l, "moe_permute");
     profile_mark(prof, "moe gate+route", s);
-    check_launch(kernels::moe_gather(xn, slot_token, n_slots, xs, T * k, D, s), l, "moe_gather");
+    if (!fold_gather)
+      check_launch(kernels::moe_gather(xn, slot_token, n_slots, xs, T * k, D, s), l, "moe_gather");
     check_launch(kernels::moe_expert_tile_sets(counts, offsets, El, sets, n_sets, tile, cap, s), l,
                  "moe_expert_tile_sets");
   }
   profile_mark(prof, "moe permute+descriptors", s);
-  // A bucket holds each token at most once, so no descriptor has more than T rows.
-  const int max_rows = static_cast<int>(std::min<int64_t>(T, kernels::kMoeGemvMaxRows));
   const int n_desc = static_cast<int>(cap);
-  // Steps of tc_min_rows_ (default 5) ..16 rows: the tensor-core GEMV (x split into the
-  // transformer's scratch) when the scratch is set; its x rows are every slot [0, T·k). Below 5
-  // rows the CUDA-core GEMV was faster (H200, routed experts of a 40-layer step, CUDA-core /
-  // tensor-core ms: 1 row 3.01 / 4.45, 2 rows 6.32 / 7.49, 4 rows 11.4 / 13.3, 6 rows 17.4 /
-  // 14.3, 16 rows 58.3 / 32.7): its time follows the distinct experts' bytes, the CUDA-core
-  // kernel's the rows per expert as well.
-  const int64_t x_rows = T * k;
   auto grouped = [&](const kernels::MoeGemvDesc* d, int n, const float* in_rows, float* out_rows,
                      int64_t out, int64_t in, const char* what) {
     // (Slots × width beyond the scratch, not at the released dims, stay on the CUDA-core kernel.)
-    if (!gemm && max_rows >= tc_min_rows_ && scratch_ != nullptr && in % 128 == 0 &&
-        kernels::moe_grouped_fp4_gemv_tc_workspace_bytes(x_rows, in) <= scratch_bytes_) {
+    if (tc_gemv(in)) {
       check_launch(kernels::moe_grouped_fp4_gemv_tc(d, n, max_rows, in_rows, x_rows, out_rows, out,
                                                     in, scratch_, scratch_bytes_, s),
                    l, what);
@@ -301,7 +311,12 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
                  l, what);
   };
   const int64_t Dp = exl3_.hidden_padded(), Ip = exl3_.inter_padded();
-  if (has_fp4_) grouped(dgu, 2 * n_desc, xs, g, inter_, D, "grouped expert w1+w3");
+  if (fold_gather)
+    check_launch(kernels::moe_grouped_fp4_gemv_gathered(dgu, 2 * n_desc, max_rows, xn, slot_token,
+                                                        g, inter_, D, s),
+                 l, "grouped expert w1+w3 (gathered)");
+  else if (has_fp4_)
+    grouped(dgu, 2 * n_desc, xs, g, inter_, D, "grouped expert w1+w3");
   if (has_x) grouped_x(xgu, 2 * n_desc, xs, D, g, inter_, Dp, Ip, "grouped EXL3 expert w1+w3");
   check_launch(
       kernels::moe_swiglu(g, gu, slot_weight, n_slots, T * k, inter_, shape_.swiglu_limit, s), l,
