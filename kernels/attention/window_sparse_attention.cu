@@ -351,54 +351,38 @@ cudaError_t window_sparse_attention(const float* q, const uint8_t* new_packed, c
   } else {
     p = plan_for(T, heads, window, topk, workspace_bytes, D);
   }
+  // The tensor-core kernel ignores inv_freq / rope_dim (its one-split calls rotate afterwards).
+  const AttendArgs a{q,         new_packed,
+                     ring,      compressed,
+                     index,     sink,
+                     o,         static_cast<float*>(workspace),
+                     T,         n_entries,
+                     pos0,      heads,
+                     D,         window,
+                     capacity,  topk,
+                     p.splits,  p.tiles_per_split,
+                     p.n_tiles, scale,
+                     inv_freq,  rope_dim};
   if (tc) {
-    const AttendArgs a{q,         new_packed,
-                       ring,      compressed,
-                       index,     sink,
-                       o,         static_cast<float*>(workspace),
-                       T,         n_entries,
-                       pos0,      heads,
-                       D,         window,
-                       capacity,  topk,
-                       p.splits,  p.tiles_per_split,
-                       p.n_tiles, scale};
-    cudaError_t e = detail::attend_tc(a, stream);
-    if (e != cudaSuccess) return e;
+    if (const cudaError_t e = detail::attend_tc(a, stream); e != cudaSuccess) return e;
     if (p.splits == 1)
       return rope_rotate(o, inv_freq, T, heads, D, rope_dim, pos0, 1, true, stream);
-    (void)detail::launch_kernel(combine_kernel, static_cast<unsigned>(T * heads), 128, 0, stream,
-                                a.part, sink, o, heads, D, p.splits, inv_freq, rope_dim, pos0);
-    return cudaGetLastError();
+  } else {
+    const size_t smem = smem_bytes(D);
+    if (smem > 48 * 1024 &&
+        cudaFuncSetAttribute(attend_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(smem)) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return cudaErrorInvalidValue;
+    }
+    const dim3 grid(static_cast<unsigned>(T * p.splits),
+                    static_cast<unsigned>((heads + kHeadsBlk - 1) / kHeadsBlk));
+    (void)detail::launch_kernel(attend_kernel, grid, kThreads, smem, stream, a);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess || p.splits == 1) return e;
   }
-  const size_t smem = smem_bytes(D);
-  if (smem > 48 * 1024 &&
-      cudaFuncSetAttribute(attend_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(smem)) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return cudaErrorInvalidValue;
-  }
-  AttendArgs a{q,         new_packed,
-               ring,      compressed,
-               index,     sink,
-               o,         static_cast<float*>(workspace),
-               T,         n_entries,
-               pos0,      heads,
-               D,         window,
-               capacity,  topk,
-               p.splits,  p.tiles_per_split,
-               p.n_tiles, scale,
-               inv_freq,  rope_dim};
-  const dim3 grid(static_cast<unsigned>(T * p.splits),
-                  static_cast<unsigned>((heads + kHeadsBlk - 1) / kHeadsBlk));
-  (void)detail::launch_kernel(attend_kernel, grid, kThreads, smem, stream, a);
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return e;
-  if (p.splits > 1) {
-    (void)detail::launch_kernel(combine_kernel, static_cast<unsigned>(T * heads), 128, 0, stream,
-                                a.part, sink, o, heads, D, p.splits, inv_freq, rope_dim, pos0);
-    e = cudaGetLastError();
-  }
-  return e;
+  (void)detail::launch_kernel(combine_kernel, static_cast<unsigned>(T * heads), 128, 0, stream,
+                              a.part, sink, o, heads, D, p.splits, inv_freq, rope_dim, pos0);
+  return cudaGetLastError();
 }
 
 }  // namespace dsv41::kernels

@@ -49,29 +49,12 @@ __device__ __forceinline__ void prefetch_l2(const void* p) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
-// kernel<<<grid, block, smem, stream>>>(args...), with programmatic stream serialisation when
-// programmatic_launch() is on. Returns the launch status (also left as the thread's last error).
+// kernel<<<grid, block, smem, stream>>>(args...) with programmatic stream serialisation when
+// programmatic_launch() is on and, for cluster_x > 0, thread-block clusters of cluster_x blocks
+// along x. Returns the launch status (also left as the thread's last error).
 template <class... Params, class... Args>
-cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
-                          cudaStream_t stream, Args&&... args) {
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = programmatic_launch() ? 1 : 0;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
-}
-
-// launch_kernel with thread-block clusters of cluster_x blocks along x (gridDim.x % cluster_x ==
-// 0, cluster_x <= 8: the portable size; sm_90+).
-template <class... Params, class... Args>
-cudaError_t launch_kernel_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
-                                  cudaStream_t stream, unsigned cluster_x, Args&&... args) {
+cudaError_t launch_kernel_attrs(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                                cudaStream_t stream, unsigned cluster_x, Args&&... args) {
   cudaLaunchAttribute attr[2];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = programmatic_launch() ? 1 : 0;
@@ -85,8 +68,25 @@ cudaError_t launch_kernel_cluster(void (*kernel)(Params...), dim3 grid, dim3 blo
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
   cfg.attrs = attr;
-  cfg.numAttrs = 2;
+  cfg.numAttrs = cluster_x > 0 ? 2 : 1;
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...), with programmatic stream serialisation when
+// programmatic_launch() is on.
+template <class... Params, class... Args>
+cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                          cudaStream_t stream, Args&&... args) {
+  return launch_kernel_attrs(kernel, grid, block, smem, stream, 0u, std::forward<Args>(args)...);
+}
+
+// launch_kernel with thread-block clusters of cluster_x blocks along x (gridDim.x % cluster_x ==
+// 0, 1 <= cluster_x <= 8: the portable size; sm_90+).
+template <class... Params, class... Args>
+cudaError_t launch_kernel_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                                  cudaStream_t stream, unsigned cluster_x, Args&&... args) {
+  return launch_kernel_attrs(kernel, grid, block, smem, stream, cluster_x,
+                             std::forward<Args>(args)...);
 }
 
 }  // namespace dsv41::kernels::detail
