@@ -22,6 +22,7 @@
 #include "dsv41k/moe.hpp"
 #include "linear/gemv_tc.cuh"
 #include "linear/quant_gemv.cuh"
+#include "moe/fp4_mma_fragments.cuh"
 
 namespace dsv41::kernels {
 namespace {
@@ -31,41 +32,6 @@ constexpr int kParts = detail::kGemvTcParts;
 constexpr int kMT = 2;  // 16-row MMA tiles per warp
 constexpr int kU = 4;   // 32-column blocks per round (their 4 scale bytes are one load)
 constexpr int64_t kTargetWarps = 2048;
-
-// Codes k and k + 4 of the 8 in `w` (bits 4k.. and 4k + 16..) as f16x2 (e2m1 · 2^-14, exact).
-__device__ __forceinline__ uint32_t nibble_pair(uint32_t w, int k) {
-  const uint32_t v = w >> (4 * k);
-  return ((v & 0x00070007u) << 9) | ((v & 0x00080008u) << 12);
-}
-
-// Lane t of a group of 4 holds w[j] = M[t][j]; afterwards w[u] = M[u][t] (two xor-shuffle
-// stages, each moving two words: lanes t and t ^ 2 swap halves, then t and t ^ 1 swap the odd /
-// even words).
-__device__ __forceinline__ void transpose4(uint32_t (&w)[4], int t) {
-  const bool t1 = (t & 2) != 0, t0 = (t & 1) != 0;
-  {
-    const uint32_t r0 = __shfl_xor_sync(0xFFFFFFFFu, t1 ? w[0] : w[2], 2);
-    const uint32_t r1 = __shfl_xor_sync(0xFFFFFFFFu, t1 ? w[1] : w[3], 2);
-    if (t1) {
-      w[0] = r0;
-      w[1] = r1;
-    } else {
-      w[2] = r0;
-      w[3] = r1;
-    }
-  }
-  {
-    const uint32_t r0 = __shfl_xor_sync(0xFFFFFFFFu, t0 ? w[0] : w[1], 1);
-    const uint32_t r1 = __shfl_xor_sync(0xFFFFFFFFu, t0 ? w[2] : w[3], 1);
-    if (t0) {
-      w[0] = r0;
-      w[2] = r1;
-    } else {
-      w[1] = r0;
-      w[3] = r1;
-    }
-  }
-}
 
 template <int kNT>
 __global__ void __launch_bounds__(kThreads, 2)
@@ -122,7 +88,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           uint32_t w4[4] = {raw[i][h].x, raw[i][h].y, raw[i][h].z, raw[i][h].w};
-          transpose4(w4, t);
+          detail::fp4_transpose4(w4, t);
 #pragma unroll
           for (int u = 0; u < kU; ++u) q[u][i][h] = w4[u];
         }
@@ -132,12 +98,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
         for (int i = 0; i < kMT; ++i)
 #pragma unroll
-          for (int m = 0; m < 2; ++m) {
-            a[i][m][0] = nibble_pair(q[u][i][0], 2 * m);
-            a[i][m][1] = nibble_pair(q[u][i][1], 2 * m);
-            a[i][m][2] = nibble_pair(q[u][i][0], 2 * m + 1);
-            a[i][m][3] = nibble_pair(q[u][i][1], 2 * m + 1);
-          }
+          for (int m = 0; m < 2; ++m) detail::fp4_a_fragment(q[u][i][0], q[u][i][1], m, a[i][m]);
         // Row scales of this block · 2^14 (the f16 codes carry 2^-14).
         float sw[kMT][2];
 #pragma unroll
