@@ -15,7 +15,8 @@
 // left out. Floor = bytes / the card's datasheet bandwidth (bench/device_peak.hpp).
 // Usage: dsv41_bench_cuda_forward DIR [contexts=0,8192,32768] [rows=1,2,6,16] [repeats=20]
 //                                 [chunk=2048] [capture=ROWS] [x=fp32|bf16x2|bf16] [gemv=cuda-core]
-//                                 [pdl=0] [streams=1] [fp4tc=ROWS]
+//                                 [pdl=0] [streams=1] [fp4tc=ROWS] [fp4dec=ROWS]
+//                                 [fp4decmin=ROWS]
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
@@ -182,7 +183,11 @@ int run(int argc, char** argv) {
         "  streams=1: everything on the step's stream (CudaForwardOptions::side_streams off: no\n"
         "  mHC mixes beside the sublayer, no shared expert beside the routed experts)\n"
         "  fp4tc=ROWS: steps of ROWS..16 rows take the routed FP4 experts' tensor-core GEMV\n"
-        "  (CudaForwardOptions::fp4_tc_min_rows, 1..17, default 5)\n");
+        "  (CudaForwardOptions::fp4_tc_min_rows, 1..17, default 5)\n"
+        "  fp4dec=ROWS, fp4decmin=ROWS: steps of fp4decmin..fp4dec rows take the routed FP4\n"
+        "  experts' decode tensor-core GEMV where its staged x fits\n"
+        "  (CudaForwardOptions::fp4_tc_decode_max_rows 0..8, default 8, 0: never;\n"
+        "  fp4_tc_decode_min_rows 1..8, default 2)\n");
     return 2;
   }
   const std::string dir = argv[1];
@@ -195,6 +200,7 @@ int run(int argc, char** argv) {
   bool gemv_tc = true;
   bool side_streams = true;
   int fp4_tc_min_rows = 5;
+  int fp4_tc_decode_max_rows = 8, fp4_tc_decode_min_rows = 2;
   for (int i = 6; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("capture=", 0) == 0) {
@@ -205,6 +211,10 @@ int run(int argc, char** argv) {
       gemv_tc = false;
     } else if (a.rfind("fp4tc=", 0) == 0) {
       fp4_tc_min_rows = std::atoi(a.c_str() + 6);
+    } else if (a.rfind("fp4dec=", 0) == 0) {
+      fp4_tc_decode_max_rows = std::atoi(a.c_str() + 7);
+    } else if (a.rfind("fp4decmin=", 0) == 0) {
+      fp4_tc_decode_min_rows = std::atoi(a.c_str() + 10);
     } else if (a == "streams=1") {
       side_streams = false;
     } else if (a == "x=fp32" || a == "x=bf16x2" || a == "x=bf16") {
@@ -236,6 +246,8 @@ int run(int argc, char** argv) {
   opts.gemv_tc = gemv_tc;
   opts.side_streams = side_streams;
   opts.fp4_tc_min_rows = fp4_tc_min_rows;
+  opts.fp4_tc_decode_max_rows = fp4_tc_decode_max_rows;
+  opts.fp4_tc_decode_min_rows = fp4_tc_decode_min_rows;
   opts.max_context =  // the first context also runs a profiled prefill chunk; capture 2 steps
       *std::max_element(contexts.begin(), contexts.end()) + 2 * chunk +
       (repeats + 4) * max_rows * 2 + 2 * capture_rows;

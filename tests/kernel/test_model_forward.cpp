@@ -277,6 +277,16 @@ TEST_CASE("cuda forward: bad inputs are rejected naming what is wrong", "[kernel
   bad_tc.fp4_tc_min_rows = 0;
   REQUIRE_THROWS_WITH(cuda::CudaTransformer::upload(*cpu, bad_tc),
                       Catch::Contains("CudaForwardOptions.fp4_tc_min_rows = 0 is outside [1, 17]"));
+  cuda::CudaForwardOptions bad_dec;
+  bad_dec.fp4_tc_decode_max_rows = 9;
+  REQUIRE_THROWS_WITH(
+      cuda::CudaTransformer::upload(*cpu, bad_dec),
+      Catch::Contains("CudaForwardOptions.fp4_tc_decode_max_rows = 9 is outside [0, 8]"));
+  cuda::CudaForwardOptions bad_dec_min;
+  bad_dec_min.fp4_tc_decode_min_rows = 0;
+  REQUIRE_THROWS_WITH(
+      cuda::CudaTransformer::upload(*cpu, bad_dec_min),
+      Catch::Contains("CudaForwardOptions.fp4_tc_decode_min_rows = 0 is outside [1, 8]"));
   cuda::CudaForwardOptions opts;
   opts.max_chunk = 4;
   opts.max_context = 8;

@@ -62,6 +62,12 @@ void CudaForwardOptions::validate() const {
               "CudaForwardOptions.prefill_x = {} is not a GemmX (1, 2 or 3 bf16 parts)", parts);
   DSV41_CHECK(fp4_tc_min_rows >= 1 && fp4_tc_min_rows <= 17, kInvalidArgument,
               "CudaForwardOptions.fp4_tc_min_rows = {} is outside [1, 17]", fp4_tc_min_rows);
+  DSV41_CHECK(fp4_tc_decode_max_rows >= 0 && fp4_tc_decode_max_rows <= 8, kInvalidArgument,
+              "CudaForwardOptions.fp4_tc_decode_max_rows = {} is outside [0, 8]",
+              fp4_tc_decode_max_rows);
+  DSV41_CHECK(fp4_tc_decode_min_rows >= 1 && fp4_tc_decode_min_rows <= 8, kInvalidArgument,
+              "CudaForwardOptions.fp4_tc_decode_min_rows = {} is outside [1, 8]",
+              fp4_tc_decode_min_rows);
 }
 
 CudaTransformer::~CudaTransformer() = default;
@@ -125,7 +131,8 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
     if (opts.gemv_tc) {
       d->attn.set_gemv_scratch(m->gemv_scratch_.data(), m->gemv_scratch_.bytes());
       d->ffn.set_gemv_scratch(m->gemv_scratch_.data(), m->gemv_scratch_.bytes(),
-                              opts.fp4_tc_min_rows);
+                              opts.fp4_tc_min_rows, opts.fp4_tc_decode_min_rows,
+                              opts.fp4_tc_decode_max_rows);
       if (d->engram) d->engram->set_gemv_scratch(m->gemv_scratch_.data(), m->gemv_scratch_.bytes());
     }
     if (m->shared_lane_) {

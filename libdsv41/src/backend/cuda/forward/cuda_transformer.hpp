@@ -54,6 +54,14 @@ struct CudaForwardOptions {
   // (17: never). Below 5 the CUDA-core kernel was faster (H200, device_moe.cpp); an A/B knob of
   // dsv41_bench_cuda_forward (fp4tc=N).
   int fp4_tc_min_rows = 5;
+  // Steps of fp4_tc_decode_min_rows..fp4_tc_decode_max_rows rows take the routed FP4 experts'
+  // decode tensor-core GEMV (with gemv_tc; moe_grouped_fp4_gemv_tc_decode: x split in shared
+  // memory, no extra launch) where its staged x fits (2 rows at the released hidden size 5120, 6
+  // at 2304), ahead of fp4_tc_min_rows; max 0..8 (0: never), min 1..8. At 1 row the CUDA-core
+  // kernel was faster (H100: docs/perf.md "Stop 33"). A/B knobs of dsv41_bench_cuda_forward
+  // (fp4dec=MAX, fp4decmin=MIN).
+  int fp4_tc_decode_min_rows = 2;
+  int fp4_tc_decode_max_rows = 8;
   // A sharded Transformer's collectives run over this TpComm instead of the Transformer's own
   // link (null): TpNccl (takes_device_memory) on device buffers without host staging. Must have
   // the link's rank and world and outlive the CudaTransformer.

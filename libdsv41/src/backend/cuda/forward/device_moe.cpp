@@ -27,10 +27,13 @@ void DeviceMoe::set_prefill_x(kernels::GemmX x) {
     lin->set_prefill_x(x);
 }
 
-void DeviceMoe::set_gemv_scratch(void* p, size_t bytes, int tc_min_rows) {
+void DeviceMoe::set_gemv_scratch(void* p, size_t bytes, int tc_min_rows, int tc_decode_min_rows,
+                                 int tc_decode_max_rows) {
   scratch_ = p;
   scratch_bytes_ = bytes;
   tc_min_rows_ = tc_min_rows;
+  tc_decode_min_rows_ = tc_decode_min_rows;
+  tc_decode_max_rows_ = tc_decode_max_rows;
   for (DeviceLinear* lin : {&gate_, &shared_w1_, &shared_w2_, &shared_w3_, &shared_w13_})
     lin->set_gemv_scratch(p, bytes);
 }
@@ -252,11 +255,22 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
     return !gemm && max_rows >= tc_min_rows_ && scratch_ != nullptr && in % 128 == 0 &&
            kernels::moe_grouped_fp4_gemv_tc_workspace_bytes(x_rows, in) <= scratch_bytes_;
   };
-  // FP4-only decode steps on the CUDA-core GEMV with x staged: the gate+up launch reads the
-  // tokens' rows through slot_token itself, so no moe_gather launch sits on the critical path
-  // (4.0 us per layer under ncu, H100).
-  const bool fold_gather = has_fp4_ && !has_x && !gemm && !tc_gemv(D) &&
-                           kernels::moe_grouped_fp4_gemv_gathered_supported(max_rows, D);
+  // Steps of tc_decode_min_rows_ (default 2)..tc_decode_max_rows_ rows: the decode tensor-core
+  // GEMV (its x split staged per block, no extra launch) where the staged rows fit, ahead of both
+  // kernels above (H100, full-geometry checkpoint, routed experts of a 40-layer step in ms,
+  // without / with it: 1 row 2.85 / 3.48, 2 rows 6.20 / 5.96, 6 rows 19.17 / 17.75 with w2 on
+  // it; docs/perf.md "Stop 33").
+  const auto tc_decode = [&](int64_t in) {
+    return !gemm && max_rows >= tc_decode_min_rows_ && max_rows <= tc_decode_max_rows_ &&
+           kernels::moe_grouped_fp4_gemv_tc_decode_supported(max_rows, in);
+  };
+  // FP4-only decode steps on the decode tensor-core GEMV or on the CUDA-core GEMV with x staged:
+  // the gate+up launch reads the tokens' rows through slot_token itself, so no moe_gather launch
+  // sits on the critical path (4.0 us per layer under ncu, H100).
+  const bool decode_gu = has_fp4_ && tc_decode(D);
+  const bool fold_gather =
+      has_fp4_ && !has_x && !gemm &&
+      (decode_gu || (!tc_gemv(D) && kernels::moe_grouped_fp4_gemv_gathered_supported(max_rows, D)));
   if (T <= kernels::kMoeDispatchMaxTokens && El <= kernels::kMoeDispatchMaxLocalExperts) {
     // Decode and verify steps: route, permutation and descriptors in one launch (the same bytes
     // as the three below; two launch boundaries fewer on the critical path per layer).
@@ -288,6 +302,12 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   const int n_desc = static_cast<int>(cap);
   auto grouped = [&](const kernels::MoeGemvDesc* d, int n, const float* in_rows, float* out_rows,
                      int64_t out, int64_t in, const char* what) {
+    if (tc_decode(in)) {
+      check_launch(kernels::moe_grouped_fp4_gemv_tc_decode(d, n, max_rows, in_rows, nullptr,
+                                                           out_rows, out, in, s),
+                   l, what);
+      return;
+    }
     // (Slots × width beyond the scratch, not at the released dims, stay on the CUDA-core kernel.)
     if (tc_gemv(in)) {
       check_launch(kernels::moe_grouped_fp4_gemv_tc(d, n, max_rows, in_rows, x_rows, out_rows, out,
@@ -311,7 +331,11 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
                  l, what);
   };
   const int64_t Dp = exl3_.hidden_padded(), Ip = exl3_.inter_padded();
-  if (fold_gather)
+  if (fold_gather && decode_gu)
+    check_launch(kernels::moe_grouped_fp4_gemv_tc_decode(dgu, 2 * n_desc, max_rows, xn, slot_token,
+                                                         g, inter_, D, s),
+                 l, "grouped expert w1+w3 (decode tensor cores, gathered)");
+  else if (fold_gather)
     check_launch(kernels::moe_grouped_fp4_gemv_gathered(dgu, 2 * n_desc, max_rows, xn, slot_token,
                                                         g, inter_, D, s),
                  l, "grouped expert w1+w3 (gathered)");

@@ -51,8 +51,11 @@ class DeviceMoe {
   // gate stays fp32-faithful (its logits pick the experts).
   void set_prefill_x(kernels::GemmX x);
   // DeviceLinear::set_gemv_scratch on the gate and the shared expert, and the routed FP4
-  // experts' tensor-core GEMV (steps of tc_min_rows..16 rows) through the same scratch.
-  void set_gemv_scratch(void* p, size_t bytes, int tc_min_rows = 5);
+  // experts' tensor-core GEMVs: steps of tc_decode_min_rows..tc_decode_max_rows rows on the
+  // decode form where its staged x fits, steps of tc_min_rows..16 rows on the split one through
+  // the same scratch.
+  void set_gemv_scratch(void* p, size_t bytes, int tc_min_rows = 5, int tc_decode_min_rows = 2,
+                        int tc_decode_max_rows = 8);
   // The shared expert on `lane` (forked when forward() starts, joined before moe_combine), beside
   // the router chain and the routed experts, which share nothing with it but xn; its tensor-core
   // GEMVs then take `scratch` (not the routed experts' one). Null lane: all on the step's stream.
@@ -72,7 +75,9 @@ class DeviceMoe {
   kernels::GemmX prefill_x_ = kernels::GemmX::kFp32;  // routed FP4 GEMM (moe_grouped_fp4_gemm)
   void* scratch_ = nullptr;  // x split of moe_grouped_fp4_gemv_tc (null: the CUDA-core GEMV)
   size_t scratch_bytes_ = 0;
-  int tc_min_rows_ = 5;  // fewest step rows on moe_grouped_fp4_gemv_tc
+  int tc_min_rows_ = 5;         // fewest step rows on moe_grouped_fp4_gemv_tc
+  int tc_decode_min_rows_ = 2;  // step rows on moe_grouped_fp4_gemv_tc_decode: min..max
+  int tc_decode_max_rows_ = 0;  // (0: none)
   bool has_fp4_ = false;
   // Device arrays of the experts' weight / scale pointers, [E] each (moe_expert_descriptors).
   DeviceBuffer w1_table_, w1_scales_, w3_table_, w3_scales_, w2_table_, w2_scales_;
