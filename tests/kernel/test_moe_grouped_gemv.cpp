@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "dsv41k/moe.hpp"
+#include "kernel/fp4_expert_sets.hpp"
 #include "kernel/gemv_case.hpp"
 
 namespace dsv41::test {
@@ -27,23 +28,9 @@ void run_grouped(const std::vector<int32_t>& counts, int64_t out, int64_t in, ui
   std::vector<int32_t> offsets(n_local + 1, 0);
   for (int e = 0; e < n_local; ++e) offsets[e + 1] = offsets[e] + counts[e];
   const int32_t slots = offsets[n_local];
-  std::uniform_int_distribution<int> byte(0, 255);
-  std::vector<std::vector<uint8_t>> w(kSets), s(kSets);
-  std::vector<cuda::DeviceBuffer> dw, ds;
-  for (int i = 0; i < kSets; ++i) {
-    w[i].resize(size_t(out * in / 2));
-    for (auto& b : w[i]) b = static_cast<uint8_t>(byte(rng));
-    s[i] = random_e8m0(size_t(out * (in / 32)), rng);
-    dw.emplace_back(w[i].size());
-    ds.emplace_back(s[i].size());
-    dw.back().upload(std::span<const uint8_t>(w[i]));
-    ds.back().upload(std::span<const uint8_t>(s[i]));
-  }
-  std::vector<const uint8_t*> wt(n_local), st(n_local);
-  for (int e = 0; e < n_local; ++e) {
-    wt[e] = dw[e % kSets].as<uint8_t>();
-    st[e] = ds[e % kSets].as<uint8_t>();
-  }
+  const Fp4ExpertSets sets(kSets, n_local, out, in, rng);
+  const std::vector<const uint8_t*>& wt = sets.wt;
+  const std::vector<const uint8_t*>& st = sets.st;
   const std::vector<float> x = random_normal(size_t(std::max(slots, 1)) * in, rng);
   const int64_t cap = kernels::moe_tile_capacity(std::max(slots, 1), 1, n_local, tile);
   cuda::CudaStream stream;
@@ -105,7 +92,7 @@ void run_grouped(const std::vector<int32_t>& counts, int64_t out, int64_t in, ui
                                       x.begin() + size_t(offsets[e + 1]) * in),
                    gemm ? static_cast<int>(xp) : 3);
     const GemvReference ref =
-        gemv_reference(true, w[e % kSets], s[e % kSets], xe, counts[e], out, in);
+        gemv_reference(true, sets.weights(e), sets.scales(e), xe, counts[e], out, in);
     const std::vector<float> got(y.begin() + size_t(offsets[e]) * out,
                                  y.begin() + size_t(offsets[e + 1]) * out);
     std::vector<double> tol(ref.abs_dot.size());

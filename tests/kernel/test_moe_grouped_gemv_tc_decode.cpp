@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "dsv41k/moe.hpp"
+#include "kernel/fp4_expert_sets.hpp"
 #include "kernel/gemv_case.hpp"
 
 namespace dsv41::test {
@@ -50,25 +51,9 @@ void run_decode(const DecodeCase& c, uint64_t seed) {
   const int32_t slots = offsets[n_local];
   const int max_rows = std::max(1, *std::max_element(c.counts.begin(), c.counts.end()));
   REQUIRE(kernels::moe_grouped_fp4_gemv_tc_decode_supported(max_rows, c.in));
-  constexpr int kSets = 3;  // expert e uses weight set e % kSets (fewer uploads)
-  std::uniform_int_distribution<int> byte(0, 255);
-  std::vector<std::vector<uint8_t>> w(kSets), s(kSets);
-  std::vector<cuda::DeviceBuffer> dw, ds;
-  for (int i = 0; i < kSets; ++i) {
-    w[i].resize(size_t(c.out * c.in / 2));
-    for (auto& b : w[i]) b = static_cast<uint8_t>(byte(rng));
-    s[i] = random_e8m0(size_t(c.out * (c.in / 32)), rng);
-    for (const auto& [at, v] : c.scale_bytes) s[i].at(at) = v;
-    dw.emplace_back(w[i].size());
-    ds.emplace_back(s[i].size());
-    dw.back().upload(std::span<const uint8_t>(w[i]));
-    ds.back().upload(std::span<const uint8_t>(s[i]));
-  }
-  std::vector<const uint8_t*> wt(n_local), st(n_local);
-  for (int e = 0; e < n_local; ++e) {
-    wt[e] = dw[e % kSets].as<uint8_t>();
-    st[e] = ds[e % kSets].as<uint8_t>();
-  }
+  const Fp4ExpertSets sets(3, n_local, c.out, c.in, rng, c.scale_bytes);
+  const std::vector<const uint8_t*>& wt = sets.wt;
+  const std::vector<const uint8_t*>& st = sets.st;
   // x rows of the slots: direct (x [slots, in]) or x [tokens, in] through slot_token.
   const int64_t x_rows = c.tokens > 0 ? c.tokens : std::max(slots, 1);
   const std::vector<float> x = random_normal(size_t(x_rows) * c.in, rng);
@@ -108,7 +93,7 @@ void run_decode(const DecodeCase& c, uint64_t seed) {
       std::copy_n(x.begin() + src * c.in, c.in, xe.begin() + size_t(r) * c.in);
     }
     const GemvReference ref =
-        gemv_reference(true, w[e % kSets], s[e % kSets], xe, c.counts[e], c.out, c.in);
+        gemv_reference(true, sets.weights(e), sets.scales(e), xe, c.counts[e], c.out, c.in);
     const std::vector<float> got(y.begin() + size_t(offsets[e]) * c.out,
                                  y.begin() + size_t(offsets[e + 1]) * c.out);
     check_expert(fmt::format("tc_decode out {} in {} expert {} of {} rows {} tokens {} seed {:#x}",
