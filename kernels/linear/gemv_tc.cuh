@@ -44,6 +44,28 @@ __device__ __forceinline__ uint2 load_stream_u2(const uint8_t* p) {
   return v;
 }
 
+// v[i] · down as kGemvTcParts f16 parts, largest first (each the f16 rounding of what the earlier
+// parts left), written as 16 bytes per part: part[p] register j holds values 2j, 2j + 1. Shared by
+// the split kernel below and the per-block split of moe_grouped_fp4_gemv_tc_decode.
+__device__ __forceinline__ void gemv_tc_split8(const float (&v)[8], float down,
+                                               uint4 (&part)[kGemvTcParts]) {
+  uint32_t w[kGemvTcParts][4];
+#pragma unroll
+  for (int i = 0; i < 8; i += 2) {
+    float r0 = v[i] * down, r1 = v[i + 1] * down;
+#pragma unroll
+    for (int p = 0; p < kGemvTcParts; ++p) {
+      const __half2 h = __floats2half2_rn(r0, r1);
+      w[p][i / 2] = *reinterpret_cast<const uint32_t*>(&h);
+      const float2 back = __half22float2(h);
+      r0 -= back.x;
+      r1 -= back.y;
+    }
+  }
+#pragma unroll
+  for (int p = 0; p < kGemvTcParts; ++p) part[p] = make_uint4(w[p][0], w[p][1], w[p][2], w[p][3]);
+}
+
 // One thread per (row, block, quarter of 8 columns); the 4 quarters of a block are adjacent
 // lanes (a group of 4 is never split: blockDim and the total are multiples of 4).
 template <bool kPairOrder>
@@ -82,24 +104,12 @@ __global__ void __launch_bounds__(256)
   const int E = ((__float_as_int(m) >> 23) & 0xFF) - 127;
   const int e = m == 0.0f ? 0 : max(-100, min(113, E - 14));
   const float down = __int_as_float((127 - e) << 23);
-  uint32_t part[kGemvTcParts][4];
-#pragma unroll
-  for (int i = 0; i < 8; i += 2) {
-    float r0 = v[i] * down, r1 = v[i + 1] * down;
-#pragma unroll
-    for (int p = 0; p < kGemvTcParts; ++p) {
-      const __half2 h = __floats2half2_rn(r0, r1);
-      part[p][i / 2] = *reinterpret_cast<const uint32_t*>(&h);
-      const float2 back = __half22float2(h);
-      r0 -= back.x;
-      r1 -= back.y;
-    }
-  }
+  uint4 part[kGemvTcParts];
+  gemv_tc_split8(v, down, part);
   if (!live) return;
   uint4* dst = reinterpret_cast<uint4*>(xq + ((r * blocks + b) * kGemvTcParts) * 32 + 8 * q);
 #pragma unroll
-  for (int p = 0; p < kGemvTcParts; ++p)
-    dst[p * 4] = make_uint4(part[p][0], part[p][1], part[p][2], part[p][3]);
+  for (int p = 0; p < kGemvTcParts; ++p) dst[p * 4] = part[p];
   if (q == 0) xf[r * blocks + b] = __int_as_float((127 + e) << 23);
 }
 

@@ -33,6 +33,7 @@
 #include "common/launch.cuh"
 #include "common/mma_sync.cuh"
 #include "dsv41k/moe.hpp"
+#include "linear/gemv_tc.cuh"
 #include "linear/quant_gemv.cuh"
 #include "moe/fp4_mma_fragments.cuh"
 
@@ -41,10 +42,10 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kMT = 2;       // 16-row MMA tiles per warp
-constexpr int kU = 4;        // 32-column blocks per round (their 4 scale bytes are one load)
-constexpr int kParts = 3;    // f16 parts of x
-constexpr int kMaxRows = 8;  // x rows per descriptor: the B operand's 8 columns
+constexpr int kMT = 2;  // 16-row MMA tiles per warp
+constexpr int kU = 4;   // 32-column blocks per round (their 4 scale bytes are one load)
+constexpr int kParts = detail::kGemvTcParts;  // f16 parts of x
+constexpr int kMaxRows = 8;                   // x rows per descriptor: the B operand's 8 columns
 constexpr int64_t kTargetWarps = 2048;
 constexpr int kBlockU4 = kParts * 4;  // uint4s per staged 32-column block (3 parts × 64 bytes)
 constexpr int kStageRowPadU4 = 4;     // 64 bytes: rows ≡ 64 mod 128 bytes apart (nkb % 4 == 0)
@@ -104,23 +105,11 @@ __device__ __forceinline__ void stage_x(const float* __restrict__ x,
       const float4* p = xr + 2 * j;
       const float4 a = __ldg(p), c = __ldg(p + 1);
       const float v[8] = {a.x, c.x, a.y, c.y, a.z, c.z, a.w, c.w};  // pair order
-      uint32_t part[kParts][4];
-#pragma unroll
-      for (int i = 0; i < 8; i += 2) {
-        float r0 = v[i] * down, r1 = v[i + 1] * down;
-#pragma unroll
-        for (int p2 = 0; p2 < kParts; ++p2) {
-          const __half2 h = __floats2half2_rn(r0, r1);
-          part[p2][i / 2] = *reinterpret_cast<const uint32_t*>(&h);
-          const float2 back = __half22float2(h);
-          r0 -= back.x;
-          r1 -= back.y;
-        }
-      }
+      uint4 part[kParts];
+      detail::gemv_tc_split8(v, down, part);
       uint4* dst = xs + n * stride + (j >> 2) * kBlockU4 + (j & 3);
 #pragma unroll
-      for (int p2 = 0; p2 < kParts; ++p2)
-        dst[p2 * 4] = make_uint4(part[p2][0], part[p2][1], part[p2][2], part[p2][3]);
+      for (int p2 = 0; p2 < kParts; ++p2) dst[p2 * 4] = part[p2];
     }
   }
   __syncthreads();
