@@ -6,6 +6,7 @@
 #include "engram/token_map.hpp"
 #include "model/attention/kv_quant.hpp"
 #include "model/attention/rope.hpp"
+#include "model/dspark/dspark_ops.hpp"
 #include "model/exl3_experts.hpp"
 #include "model/rms_norm.hpp"
 #include "parallel/tp_comm.hpp"
@@ -178,15 +179,9 @@ void Transformer::run_layer(int layer, int64_t T, int64_t pos0, float* H, std::v
     engram(layer, T, H, hash_ids, image_flags);
     if (trace) trace->engram_out.assign(H, H + T * HD);
   }
-  for (int64_t t = tap ? tap->t0 : T; t < T; ++t) {
-    float* f = tap->feat + ((t - tap->t0) * tap->n_taps + tap->k) * D;
-    const float* h = H + t * HD;
-    for (int64_t d = 0; d < D; ++d) {
-      float sum = 0;
-      for (int64_t j = 0; j < shape_.hc; ++j) sum += h[j * D + d];
-      f[d] = sum / static_cast<float>(shape_.hc);
-    }
-  }
+  if (tap != nullptr && tap->t0 < T)
+    hc_stream_mean(H + tap->t0 * HD, T - tap->t0, shape_.hc, D, tap->feat + tap->k * D,
+                   tap->n_taps * D);
   std::vector<float> x(T * D), xn(T * D), y(T * D), Hmid(T * HD);
   // Attention site: mixes from the entering H; the collapse uses the previous
   // site's pre.

@@ -6,6 +6,7 @@
 #include "core/check.hpp"
 #include "model/attention/kv_quant.hpp"
 #include "model/attention/rope.hpp"
+#include "model/dspark/dspark_ops.hpp"
 #include "model/rms_norm.hpp"
 #include "model/transformer.hpp"
 
@@ -52,7 +53,7 @@ void DsparkDrafter::block_attention(const DsparkStage& stage, int s, const float
   // Keys: the context window, then the block.
   const int64_t first = std::max<int64_t>(0, pos0 - W), n_ctx = pos0 - first;
   std::vector<const float*> keys;
-  keys.reserve(n_ctx + K);
+  keys.reserve(n_ctx);
   for (int64_t p = first; p < pos0; ++p) {
     DSV41_CHECK(st.dspark.holds(p), kInternal,
                 "DSpark context of position {} is missing (the sequence was not filled by a "
@@ -60,33 +61,9 @@ void DsparkDrafter::block_attention(const DsparkStage& stage, int s, const float
                 p);
     keys.push_back(st.dspark.row(s, p));
   }
-  for (int64_t t = 0; t < K; ++t) keys.push_back(kv.data() + t * D);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  std::vector<float> o(K * H * D, 0.0f), score(keys.size());
-  for (int64_t t = 0; t < K; ++t) {
-    for (int64_t h = 0; h < H; ++h) {
-      const float* qv = q.data() + (t * H + h) * D;
-      const float sink = a.sink()[h];
-      float m = sink;
-      for (size_t j = 0; j < keys.size(); ++j) {
-        float acc = 0;
-        for (int64_t c = 0; c < D; ++c) acc += qv[c] * keys[j][c];
-        score[j] = acc * scale;
-        m = std::max(m, score[j]);
-      }
-      float denom = std::exp(sink - m);
-      for (size_t j = 0; j < keys.size(); ++j) {
-        score[j] = std::exp(score[j] - m);
-        denom += score[j];
-      }
-      float* ov = o.data() + (t * H + h) * D;
-      for (size_t j = 0; j < keys.size(); ++j) {
-        const float p = score[j] / denom;
-        for (int64_t c = 0; c < D; ++c) ov[c] += p * keys[j][c];
-      }
-      rope_rotate(ov + D - R, a.inv_freq(), static_cast<int>(R), pos0 + t, true);
-    }
-  }
+  std::vector<float> o(K * H * D);
+  dspark_attend(q.data(), keys.data(), n_ctx, kv.data(), a.sink().data(), a.inv_freq(), K, H, D,
+                static_cast<int>(R), pos0, o.data());
   // Grouped low-rank output projection, as AttentionLayer::forward step 7 (over this rank's
   // groups: H / G heads per group).
   const int64_t G = a.local_groups(), L = a.o_lora(), gin = H / G * D;
@@ -161,20 +138,9 @@ DsparkProposal DsparkDrafter::draft_block(const SequenceState& st,
   for (int64_t k = 0; k < K; ++k) {
     d.markov_embed.dequantize_row(id, e.data());
     d.markov_head.forward(e.data(), 1, markov.data(), pool);
-    const float* u = out.base_logits.data() + k * V;
-    int32_t best = 0;
-    float best_v = -INFINITY;
-    for (int64_t v = 0; v < V; ++v) {
-      const float l = u[v] + markov[v];
-      if (l > best_v) {
-        best_v = l;
-        best = static_cast<int32_t>(v);
-      }
-    }
-    float z = 0;
-    for (int64_t i = 0; i < D; ++i) z += d.confidence[i] * out.hidden[k * D + i];
-    for (int64_t i = 0; i < R; ++i) z += d.confidence[D + i] * e[i];
-    out.confidence.push_back(1.0f / (1.0f + std::exp(-z)));
+    const int32_t best = dspark_markov_pick(out.base_logits.data() + k * V, markov.data(), V);
+    out.confidence.push_back(
+        dspark_confidence(d.confidence.data(), out.hidden.data() + k * D, D, e.data(), R));
     out.tokens.push_back(best);
     id = best;
   }
