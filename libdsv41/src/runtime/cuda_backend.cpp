@@ -10,6 +10,7 @@
 #include "backend/cuda/vision/device_vision_tower.hpp"
 #include "core/check.hpp"
 #include "dsv41k/launchers.hpp"
+#include "model/dspark/dspark_drafter.hpp"
 #include "model/transformer.hpp"
 #include "runtime/forward_backend.hpp"
 #include "runtime/image_encoder.hpp"
@@ -81,6 +82,15 @@ class CudaBackend final : public ForwardBackend {
     std::lock_guard<std::mutex> lock(sh_.mu);
     sh_.gpu->forward_last(static_cast<CudaSequence&>(seq).device(), ids);
     return sh_.sampler->sample(sh_.gpu->device_logits(), plan, sh_.gpu->stream());
+  }
+  bool has_dspark() const override { return sh_.gpu->has_dspark(); }
+  std::vector<int32_t> dspark_draft(BackendSequence& seq, int32_t next, int max_tokens,
+                                    float confidence_threshold) const override {
+    if (!sh_.gpu->has_dspark())
+      return ForwardBackend::dspark_draft(seq, next, max_tokens, confidence_threshold);
+    std::lock_guard<std::mutex> lock(sh_.mu);
+    const DsparkProposal p = sh_.gpu->dspark_draft(static_cast<CudaSequence&>(seq).device(), next);
+    return cut_by_confidence(p, max_tokens, confidence_threshold);
   }
 
  private:

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "backend/cuda/forward/device_attention.hpp"
+#include "backend/cuda/forward/device_dspark.hpp"
 #include "backend/cuda/forward/device_engram.hpp"
 #include "backend/cuda/forward/device_linear.hpp"
 #include "backend/cuda/forward/device_moe.hpp"
@@ -19,9 +20,11 @@
 #include "backend/cuda/forward/step_profile.hpp"
 #include "backend/cuda/side_stream.hpp"
 #include "core/check.hpp"
+#include "dsv41k/dspark.hpp"
 #include "dsv41k/engram.hpp"
 #include "dsv41k/launchers.hpp"
 #include "dsv41k/mhc.hpp"
+#include "model/dspark/dspark_drafter.hpp"
 #include "model/transformer.hpp"
 
 namespace dsv41::cuda {
@@ -150,6 +153,15 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
     m->report_.exl3_experts += d->ffn.exl3_experts();
     m->layers_.push_back(std::move(d));
   }
+  if (w.dspark) {
+    DSV41_CHECK(!plan.sharded(), kUnsupported,
+                "DSpark on the CUDA backend runs at tensor-parallel world 1 (this rank holds {}); "
+                "the CPU backend shards it",
+                plan.describe());
+    m->dspark_ = DeviceDspark::upload(cpu, opts.max_chunk, m->gemv_scratch_.data(),
+                                      m->gemv_scratch_.bytes());
+    weight_bytes += m->dspark_->device_bytes();
+  }
   // The mean routed expert over all layers (EXL3 experts differ by K).
   m->report_.expert_bytes =
       m->report_.routed_bytes / std::max<uint64_t>(1, static_cast<uint64_t>(local_experts));
@@ -194,7 +206,7 @@ DeviceSequence CudaTransformer::new_sequence(int64_t max_context, int max_rollba
               "DSV41_CUDA_MAX_CONTEXT)",
               max_context, opts_.max_context);
   return DeviceSequence(cpu_->config(), max_context > 0 ? max_context : opts_.max_context,
-                        max_rollback);
+                        max_rollback, dspark_ ? dspark_->stages() : 0);
 }
 
 DeviceSequence CudaTransformer::clone(const DeviceSequence& seq, int64_t max_context) const {
@@ -293,6 +305,19 @@ void CudaTransformer::enqueue(DeviceSequence& seq, std::span<const int32_t> ids,
     seq.poisoned_ = true;
     throw;
   }
+}
+
+DsparkProposal CudaTransformer::dspark_draft(DeviceSequence& seq, int32_t next,
+                                             bool with_logits) const {
+  DSV41_CHECK(dspark_ != nullptr, kUnsupported,
+              "DSpark draft: the model was loaded without the DSpark module "
+              "(Transformer::load(..., dspark = true))");
+  DSV41_CHECK(!seq.poisoned_, kInternal,
+              "DSpark draft: this sequence was left inconsistent by an earlier CUDA error; start a "
+              "new one");
+  const DsparkDraftContext c{embed_.as<uint16_t>(), head_.get(), mhc_sites_.get(), ws_.get(),
+                             stream()};
+  return dspark_->draft(seq, next, c, with_logits);
 }
 
 const float* CudaTransformer::device_logits() const { return ws_->logits.as<float>(); }
@@ -444,6 +469,14 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
   bool pending = false;
   const kernels::HcExpandIn ffn_out{y, Hmid, post_f, comb_f};
   const kernels::HcExpandIn attn_out{y, H, post_a, comb_a};
+  // §6.2 DSpark target features of the rows whose context entries can still be read (the last
+  // `capacity`): the residual entering each tap layer (after its Engram), mean over the streams.
+  const bool tap = dspark_ != nullptr && !seq.dspark.empty();
+  const int64_t t0 = tap ? std::max<int64_t>(0, T - seq.dspark[0].capacity) : T;
+  float* feat = tap ? dspark_->features(T - t0) : nullptr;
+  const std::vector<int> no_taps;
+  const std::vector<int>& taps = tap ? dspark_->taps() : no_taps;
+  const int64_t n_taps = static_cast<int64_t>(taps.size());
   for (size_t li = 0; li < layers_.size(); ++li) {
     const int l = static_cast<int>(li);
     const Layer& L = *layers_[li];
@@ -464,6 +497,10 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
     sites.site(pending ? &ffn_out : nullptr, H, L.attn_site(), pre, {pre_a, post_a, comb_a}, xn, T,
                s, l, "hc_site attn (ffn expand, mixes, collapse, attn_norm)");
     profile_mark(profile_, "mhc+norm", s);
+    if (const auto k = std::find(taps.begin(), taps.end(), l) - taps.begin(); k < n_taps)
+      check_launch(
+          kernels::hc_stream_mean(H + t0 * hc * D, T - t0, hc, D, feat + k * D, n_taps * D, s), l,
+          "DSpark target feature");
     L.attn.forward(xn, T, pos0, seq, ws, y, s, profile_);
     if (tp_) tp_->all_reduce_sum(y, T * D, s, reduce_site(l, "attention").c_str());
     profile_mark(profile_, "attn out proj", s);
@@ -493,6 +530,10 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
     }
   }
   profile_mark(profile_, "head", s);
+  if (tap && t0 < T) {
+    dspark_->write_context(T - t0, pos0 + t0, seq, ws, s);
+    profile_mark(profile_, "dspark context", s);
+  }
   seq.advance(T);
 }
 

@@ -36,7 +36,8 @@ class TpComm;
 
 namespace dsv41 {
 class Transformer;
-}
+struct DsparkProposal;
+}  // namespace dsv41
 
 namespace dsv41::cuda {
 
@@ -121,6 +122,14 @@ class CudaTransformer {
   // at device_logits() (row 0) on stream(), not synchronised, for a device-side consumer (the
   // sampler). Earlier chunks synchronise as in forward(). Same checks and poisoning.
   void forward_last(DeviceSequence& seq, std::span<const int32_t> ids) const;
+  // DSpark (spec §6, a model loaded with Transformer::load(..., dspark = true), world 1): every
+  // forward also writes the sequence's context rows of its last positions (DeviceDspark); one
+  // draft round after the pending token `next` at seq.pos() returns the K draft tokens and
+  // confidences (with_logits: also the base logits [K, vocab] and hidden rows [K, hidden]), the
+  // sequence unchanged. kUnsupported without the module, kInvalidArgument for next outside the
+  // vocabulary, kInternal for a poisoned sequence.
+  bool has_dspark() const { return dspark_ != nullptr; }
+  DsparkProposal dspark_draft(DeviceSequence& seq, int32_t next, bool with_logits = false) const;
   // DeviceSequence::rollback / clone on stream().
   void rollback(DeviceSequence& seq, int64_t n) const { seq.rollback(n, stream()); }
   DeviceSequence clone(const DeviceSequence& seq, int64_t max_context) const;
@@ -186,6 +195,7 @@ class CudaTransformer {
   std::unique_ptr<class DeviceTp> tp_;
   DeviceBuffer head_local_;
   std::vector<int> engram_slot_;
+  std::unique_ptr<class DeviceDspark> dspark_;    // null without the DSpark module
   mutable class StepProfile* profile_ = nullptr;  // set only inside profile()
 };
 

@@ -3,12 +3,14 @@
 #include "backend/cuda/forward/device_attention.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "backend/cuda/forward/launch_check.hpp"
 #include "core/check.hpp"
 #include "dsv41k/attention.hpp"
 #include "dsv41k/csa.hpp"
+#include "dsv41k/dspark.hpp"
 #include "dsv41k/launchers.hpp"
 #include "model/attention/attention_layer.hpp"
 
@@ -246,7 +248,7 @@ void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSe
                               ForwardWorkspace& ws, float* out, cudaStream_t s,
                               StepProfile* prof) const {
   const int l = role_.layer, R = rope_dim_;
-  const int64_t H = heads_, D = head_dim_;
+  const int64_t D = head_dim_;
   DSV41_CHECK(T >= 1 && T <= ws.max_chunk, kInternal, "layer {}: chunk of {} tokens (max {})", l, T,
               ws.max_chunk);
   DeviceWindow& ring = seq.window.at(l);
@@ -350,7 +352,24 @@ void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSe
                    R, window_, pos0, ws.attn_part.data(), ws.attn_part.bytes(), s),
                l, "window_sparse_attention");
   profile_mark(prof, "attn core", s);
-  // Step 7: z_g = u_g·Wo_a[g]ᵀ per group (u_g = the group's heads), out = z·Wo_bᵀ.
+  output_projection(o, T, ws, out, s);
+  // The ring keeps the newest `capacity` rows: slot of position p = p % capacity, copied in at
+  // most two contiguous runs.
+  const int64_t cap = ring.capacity, eb = ring.entry_bytes;
+  for (int64_t t = ring_now ? T : std::max<int64_t>(0, T - cap); t < T;) {
+    const int64_t slot = (pos0 + t) % cap, run = std::min(T - t, cap - slot);
+    check_launch(cudaMemcpyAsync(ring.ring.as<uint8_t>() + slot * eb, kv_packed + t * eb, run * eb,
+                                 cudaMemcpyDeviceToDevice, s),
+                 l, "window ring write");
+    t += run;
+  }
+}
+
+// Step 7: z_g = u_g·Wo_a[g]ᵀ per group (u_g = the group's heads), out = z·Wo_bᵀ.
+void DeviceAttention::output_projection(const float* o, int64_t T, ForwardWorkspace& ws, float* out,
+                                        cudaStream_t s) const {
+  const int l = role_.layer;
+  const int64_t H = heads_, D = head_dim_;
   const int64_t G = o_groups_, L = o_lora_, gin = H * D / G;
   float* u = ws.u.as<float>();
   float* zg = ws.zg.as<float>();
@@ -371,16 +390,66 @@ void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSe
         l, "wo_a group scatter");
   }
   wo_b_.gemv(z, T, out, s);
-  // The ring keeps the newest `capacity` rows: slot of position p = p % capacity, copied in at
-  // most two contiguous runs.
-  const int64_t cap = ring.capacity, eb = ring.entry_bytes;
-  for (int64_t t = ring_now ? T : std::max<int64_t>(0, T - cap); t < T;) {
-    const int64_t slot = (pos0 + t) % cap, run = std::min(T - t, cap - slot);
-    check_launch(cudaMemcpyAsync(ring.ring.as<uint8_t>() + slot * eb, kv_packed + t * eb, run * eb,
-                                 cudaMemcpyDeviceToDevice, s),
-                 l, "window ring write");
-    t += run;
-  }
+}
+
+void DeviceAttention::context_rows(const float* main_x, int64_t n, int64_t pos0, DeviceWindow& ring,
+                                   ForwardWorkspace& ws, cudaStream_t s) const {
+  const int l = role_.layer;
+  DSV41_CHECK(n >= 1 && n <= ws.max_chunk && n <= ring.capacity, kInternal,
+              "DSpark layer {}: {} context rows (workspace {}, ring {})", l, n, ws.max_chunk,
+              ring.capacity);
+  float* kv = ws.kv.as<float>();
+  wkv_.gemv(main_x, n, kv, s);
+  kernels::KvRowOps ops;  // kv_norm, RoPE at the rows' positions, FP8 into the ring slots
+  ops.norm_w = kv_norm_.as<float>();
+  ops.eps = eps_;
+  ops.inv_freq = inv_freq_.as<float>();
+  ops.rope_dim = rope_dim_;
+  ops.pos0 = pos0;
+  ops.ring = ring.ring.as<uint8_t>();
+  ops.ring_capacity = ring.capacity;
+  check_launch(kernels::kv_norm_rope_quantize(KvFormat::kWindowFp8, kv, ops, nullptr,
+                                              ws.kv_packed.as<uint8_t>(), n, head_dim_, s),
+               l, "DSpark context rows");
+}
+
+void DeviceAttention::forward_block(const float* xn, int64_t K, int64_t pos0,
+                                    const DeviceWindow& ring, ForwardWorkspace& ws, float* out,
+                                    cudaStream_t s) const {
+  const int l = role_.layer, R = rope_dim_;
+  DSV41_CHECK(K >= 1 && K <= ws.max_chunk, kInternal, "DSpark layer {}: block of {} rows (max {})",
+              l, K, ws.max_chunk);
+  float* qr = ws.qr.as<float>();
+  float* q = ws.q.as<float>();
+  float* kv = ws.kv.as<float>();
+  uint8_t* kv_packed = ws.kv_packed.as<uint8_t>();
+  wq_a_.gemv(xn, K, qr, s);
+  wkv_.gemv(xn, K, kv, s);
+  check_launch(kernels::rms_norm(qr, q_norm_.as<float>(), qr, K, q_lora_, eps_, s), l, "q_norm");
+  wq_b_.gemv(qr, K, q, s);
+  check_launch(
+      kernels::rope_rotate(q, inv_freq_.as<float>(), K, heads_, head_dim_, R, pos0, 1, false, s), l,
+      "query RoPE");
+  kernels::KvRowOps ops;
+  ops.norm_w = kv_norm_.as<float>();
+  ops.eps = eps_;
+  ops.inv_freq = inv_freq_.as<float>();
+  ops.rope_dim = R;
+  ops.pos0 = pos0;
+  check_launch(kernels::kv_norm_rope_quantize(KvFormat::kWindowFp8, kv, ops, nullptr, kv_packed, K,
+                                              head_dim_, s),
+               l, "block K=V rows");
+  const int64_t first = std::max<int64_t>(0, pos0 - window_), n_ctx = pos0 - first;
+  DSV41_CHECK(n_ctx <= ring.capacity, kInternal,
+              "DSpark layer {}: {} context rows exceed the ring of {}", l, n_ctx, ring.capacity);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim_));
+  float* o = ws.o.as<float>();
+  check_launch(
+      kernels::dspark_block_attention(q, ring.ring.as<uint8_t>(), ring.capacity, first, n_ctx,
+                                      kv_packed, sink_.as<float>(), inv_freq_.as<float>(), o, K,
+                                      heads_, head_dim_, R, pos0, scale, s),
+      l, "dspark_block_attention");
+  output_projection(o, K, ws, out, s);
 }
 
 }  // namespace dsv41::cuda

@@ -37,6 +37,19 @@ class DeviceAttention {
   void forward(const float* xn, int64_t T, int64_t pos0, DeviceSequence& seq, ForwardWorkspace& ws,
                float* out, cudaStream_t stream, StepProfile* profile = nullptr) const;
 
+  // A DSpark stage's attention (spec §6, a window-only layer; CPU: DsparkDrafter and
+  // Transformer::write_dspark_context):
+  // context_rows: the stage's context K=V rows FP8(RoPE_p(kv_norm(main_x · Wkvᵀ))) of positions
+  // pos0 .. pos0 + n - 1 (main_x [n, hidden], n <= min(ws.max_chunk, ring.capacity)) into `ring`.
+  void context_rows(const float* main_x, int64_t n, int64_t pos0, DeviceWindow& ring,
+                    ForwardWorkspace& ws, cudaStream_t stream) const;
+  // forward_block: the draft block's sublayer, xn [K, hidden] at positions pos0 .. pos0 + K - 1
+  // -> out [K, hidden]: queries and the block's own K=V rows as in forward(), attention over the
+  // context rows of positions [max(0, pos0 - window), pos0) in `ring` and all K block rows (no
+  // causal mask inside the block), the grouped output projection. K <= ws.max_chunk.
+  void forward_block(const float* xn, int64_t K, int64_t pos0, const DeviceWindow& ring,
+                     ForwardWorkspace& ws, float* out, cudaStream_t stream) const;
+
   uint64_t device_bytes() const;
 
   // The GEMM input mode of the large projections (wq_a, wq_b, wkv, wo_a, wo_b) at prefill;
@@ -57,6 +70,10 @@ class DeviceAttention {
                 cudaStream_t stream) const;
   void select(int64_t T, int64_t pos0, const DeviceSource& keys, ForwardWorkspace& ws,
               cudaStream_t stream) const;
+  // Step 7: z_g = u_g · Wo_a[g]ᵀ per group, out = z · Wo_bᵀ, from the attention output o [T,
+  // heads, head_dim].
+  void output_projection(const float* o, int64_t T, ForwardWorkspace& ws, float* out,
+                         cudaStream_t stream) const;
 
   LayerRole role_;
   int heads_ = 0, head_dim_ = 0, rope_dim_ = 0, q_lora_ = 0, o_lora_ = 0;

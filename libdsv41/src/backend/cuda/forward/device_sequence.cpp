@@ -9,7 +9,8 @@
 
 namespace dsv41::cuda {
 
-DeviceSequence::DeviceSequence(const ModelConfig& cfg, int64_t max_context, int max_rollback)
+DeviceSequence::DeviceSequence(const ModelConfig& cfg, int64_t max_context, int max_rollback,
+                               int dspark_stages)
     : cfg_(&cfg), max_context_(max_context), max_rollback_(max_rollback) {
   const TextConfig& t = cfg.text;
   DSV41_CHECK(max_context >= 1, kInvalidArgument, "CUDA sequence: max_context = {} must be >= 1",
@@ -25,6 +26,12 @@ DeviceSequence::DeviceSequence(const ModelConfig& cfg, int64_t max_context, int 
   DSV41_CHECK(wbytes > 0 && cbytes > 0, kInvalidArgument,
               "config.json: head_dim = {} is not a multiple of 32 (the KV entry formats)",
               t.head_dim);
+  dspark.resize(static_cast<size_t>(std::max(0, dspark_stages)));
+  for (DeviceWindow& w : dspark) {
+    w.capacity = t.sliding_window + max_rollback;
+    w.entry_bytes = wbytes;
+    w.ring = DeviceBuffer(static_cast<size_t>(w.capacity * wbytes));
+  }
   for (int l = 0; l < L; ++l) {
     DeviceWindow& w = window[l];
     w.capacity = t.sliding_window + max_rollback;
@@ -60,6 +67,7 @@ DeviceSequence::DeviceSequence(const ModelConfig& cfg, int64_t max_context, int 
 uint64_t DeviceSequence::device_bytes() const {
   uint64_t b = 0;
   for (const DeviceWindow& w : window) b += w.ring.bytes();
+  for (const DeviceWindow& w : dspark) b += w.ring.bytes();
   for (const DeviceSource& s : source)
     b += s.compressed.bytes() + s.index_keys.bytes() + s.pending_kv.bytes() +
          s.pending_gate.bytes() + s.recent_kv.bytes() + s.recent_gate.bytes();
@@ -145,7 +153,7 @@ DeviceSequence DeviceSequence::clone(int64_t max_context, cudaStream_t stream) c
               max_context, pos_);
   DSV41_CHECK(!poisoned_, kInternal,
               "CUDA sequence clone: the source was left inconsistent by an earlier CUDA error");
-  DeviceSequence c(*cfg_, max_context, max_rollback_);
+  DeviceSequence c(*cfg_, max_context, max_rollback_, static_cast<int>(dspark.size()));
   c.tokens = tokens;
   c.image_flags = image_flags;
   c.pos_ = pos_;
@@ -154,6 +162,8 @@ DeviceSequence DeviceSequence::clone(int64_t max_context, cudaStream_t stream) c
       kernels::kv_packed_bytes(kernels::KvFormat::kCompressedFp4, cfg_->text.head_dim);
   const int64_t kb =
       kernels::kv_packed_bytes(kernels::KvFormat::kIndexFp4, cfg_->text.index_head_dim);
+  for (size_t s = 0; s < dspark.size(); ++s)
+    copy_prefix(dspark[s].ring, c.dspark[s].ring, dspark[s].ring.bytes(), stream);
   for (size_t l = 0; l < window.size(); ++l) {
     copy_prefix(window[l].ring, c.window[l].ring, window[l].ring.bytes(), stream);
     const DeviceSource& s = source[l];

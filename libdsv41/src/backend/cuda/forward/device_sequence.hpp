@@ -7,6 +7,8 @@
 // Rollback (speculative verification) follows AttentionSequenceState::rollback: the ring keeps
 // max_rollback extra slots and every ratio > 1 source the fp32 rows of its last
 // max_rollback + ratio - 1 positions, so the open group can be rebuilt.
+// A DSpark model's sequence also holds each draft stage's context ring (spec §6.2,
+// model/dspark/dspark_context.hpp): the same packed FP8 rows and slots as a window ring.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -52,8 +54,10 @@ struct DeviceSource {
 class DeviceSequence {
  public:
   // Sized from cfg.text / cfg.roles (validated config); throws kOutOfMemory naming the bytes.
-  // cfg must outlive the sequence (clone() sizes the copy from it).
-  DeviceSequence(const ModelConfig& cfg, int64_t max_context, int max_rollback = 0);
+  // cfg must outlive the sequence (clone() sizes the copy from it). dspark_stages: context rings
+  // for that many DSpark stages (0: none).
+  DeviceSequence(const ModelConfig& cfg, int64_t max_context, int max_rollback = 0,
+                 int dspark_stages = 0);
   DeviceSequence(DeviceSequence&&) noexcept = default;
   DeviceSequence& operator=(DeviceSequence&&) noexcept = default;
 
@@ -77,6 +81,11 @@ class DeviceSequence {
   std::vector<uint8_t> image_flags;  // [tokens.size()]
   std::vector<DeviceWindow> window;  // [layers]
   std::vector<DeviceSource> source;  // [layers], layer = -1 unless a KV source
+  // [DSpark stages] context K=V rows, position p in slot p % capacity (capacity = sliding_window +
+  // max_rollback, so a rollback never leaves a window position overwritten). Every forward writes
+  // the rows of its last min(T, capacity) positions, so the ring always holds [pos - capacity,
+  // pos) less what rollbacks undid.
+  std::vector<DeviceWindow> dspark;
 
  private:
   friend class CudaTransformer;
