@@ -68,7 +68,7 @@ TEST_CASE(
   const int64_t V = cpu->config().text.vocab_size;
   const Ids prompt = golden_ids("prompt1.input_ids");  // longer than the ring (window 6 + 5)
   REQUIRE(prompt.size() > 11);
-  for (const int chunk : {64, 4}) {
+  for (const int chunk : {64, 5}) {
     const std::string run = "max_chunk " + std::to_string(chunk);
     cuda::CudaForwardOptions opts;
     opts.max_chunk = chunk;
@@ -108,6 +108,12 @@ TEST_CASE(
                         Catch::Contains("next = 600"));
     REQUIRE(gpu->dspark_draft(seq, 9).tokens == drafter.draft(st, 9).tokens);
   }
+  // A draft block is one workspace step: a smaller max_chunk is refused at upload, named.
+  cuda::CudaForwardOptions small;
+  small.max_chunk = 4;
+  REQUIRE_THROWS_WITH(cuda::CudaTransformer::upload(*cpu, small),
+                      Catch::Contains("dspark_block_size = 5 exceeds CudaForwardOptions.max_chunk "
+                                      "= 4"));
   // A model loaded without the module has none to draft with.
   std::unique_ptr<Transformer> plain = Transformer::load(dspark_dir(), 1);
   auto gpu = cuda::CudaTransformer::upload(*plain);
