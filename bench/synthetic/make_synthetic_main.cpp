@@ -1,6 +1,6 @@
 // dsv41_make_synthetic DIR --layers N --experts E [--router R] [--tiny] [--exl3] [--vision]
-//                      [--engram] [--engram-primes P] [--seed S] [--shard-gib G] [--forward T]
-//                      [--no-write]
+//                      [--engram] [--engram-primes P] [--dspark] [--seed S] [--shard-gib G]
+//                      [--forward T] [--no-write]
 // Writes a random-weight checkpoint in the released format (synthetic_checkpoint.hpp) and prints
 // the byte total and the wall time. --exl3 writes the routed experts as EXL3 banks + plan (the
 // Spark layout, K mix 2/3/5 at ~2.77 bpw) instead of FP4, and prints the bank bytes apart. --tiny
@@ -10,7 +10,8 @@
 // P starts the bucket-prime search at P (default 65536: ~0.41 GB of table per layer; released
 // 16,000,000, 101 GB per layer) (synthetic_engram.hpp). --router R (>= E; the release: 384)
 // makes the router R wide over a stored pool of E experts: expert e runs expert e % E's weights
-// (text_config.synthetic_expert_pool), top-min(6, R).
+// (text_config.synthetic_expert_pool), top-min(6, R). --dspark adds the 3-stage DSpark module
+// (mtp.*, spec §1.5: 128 routed experts top-3, with --router a pool of min(E, 128) stored).
 // --forward T then loads DIR with the CPU Transformer (all cores) and runs a T-token prefill,
 // printing the load / forward seconds and the logits' RMS, max |x| and non-finite count;
 // --no-write only checks an existing DIR.
@@ -31,6 +32,10 @@
 #include "synthetic/synthetic_exl3.hpp"
 #include "synthetic/synthetic_tokenizer.hpp"
 #ifdef DSV41_SYNTH_WITH_MODEL
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "model/dspark/dspark_drafter.hpp"
 #include "model/transformer.hpp"
 #endif
 
@@ -48,10 +53,10 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-int check_forward(const std::string& dir, int tokens) {
+int check_forward(const std::string& dir, int tokens, bool dspark) {
 #ifdef DSV41_SYNTH_WITH_MODEL
   auto t0 = std::chrono::steady_clock::now();
-  auto m = dsv41::Transformer::load(dir, 0);
+  auto m = dsv41::Transformer::load(dir, 0, nullptr, "", dspark);
   std::printf("load_seconds %.2f\n", seconds_since(t0));
   std::vector<int32_t> ids(static_cast<size_t>(tokens));
   const int64_t vocab = m->config().text.vocab_size;
@@ -72,10 +77,17 @@ int check_forward(const std::string& dir, int tokens) {
   }
   std::printf("forward_tokens %d seconds %.2f logits %zu rms %.4f max_abs %.4f non_finite %zu\n",
               tokens, fs, logits.size(), std::sqrt(sq / double(logits.size())), mx, bad);
+  if (dspark) {  // one draft round after the prompt (the module binds and runs)
+    const dsv41::DsparkProposal p = dsv41::DsparkDrafter(*m).draft(st, ids.back());
+    std::printf("dspark_draft %s confidence %s\n",
+                fmt::format("{}", fmt::join(p.tokens, " ")).c_str(),
+                fmt::format("{:.3f}", fmt::join(p.confidence, " ")).c_str());
+  }
   return bad == 0 && logits.size() == static_cast<size_t>(tokens * vocab) ? 0 : 1;
 #else
   (void)dir;
   (void)tokens;
+  (void)dspark;
   std::fprintf(stderr, "dsv41_make_synthetic: built without dsv41_model, --forward unavailable\n");
   return 2;
 #endif
@@ -85,7 +97,8 @@ int usage() {
   std::fprintf(
       stderr,
       "usage: dsv41_make_synthetic DIR --layers N --experts E [--router R] [--tiny] [--exl3] "
-      "[--vision] [--engram] [--engram-primes P] [--seed S] [--shard-gib G] [--forward T] "
+      "[--vision] [--engram] [--engram-primes P] [--dspark] [--seed S] [--shard-gib G] "
+      "[--forward T] "
       "[--no-write]\n");
   return 2;
 }
@@ -98,6 +111,7 @@ int main(int argc, char** argv) {
   bool tiny = false;
   bool vision = false;
   bool engram = false;
+  bool dspark = false;
   int64_t engram_primes = 65536;
   uint64_t seed = 1;
   double shard_gib = 0.0;
@@ -129,6 +143,8 @@ int main(int argc, char** argv) {
       vision = true;
     } else if (a == "--engram") {
       engram = true;
+    } else if (a == "--dspark") {
+      dspark = true;
     } else if (a == "--engram-primes" && has_value) {
       engram_primes = std::atoll(argv[++i]);
     } else if (!a.empty() && a[0] != '-' && dir.empty()) {
@@ -152,6 +168,13 @@ int main(int argc, char** argv) {
       g.expert_pool = g.n_routed_experts;
       g.n_routed_experts = router;
       if (!tiny) g.num_experts_per_tok = std::min(6, router);
+    }
+    if (dspark) {
+      g.dspark_stages = 3;
+      if (tiny) {  // the CUDA draft routes in the backbone's workspace: no more experts than it
+        g.dspark_experts = g.n_routed_experts;
+        g.dspark_top_k = std::min(2, g.n_routed_experts);
+      }
     }
     std::string tokenizer_json;
     if (engram) {
@@ -182,7 +205,7 @@ int main(int argc, char** argv) {
       std::printf("total_bytes %llu seconds %.2f GB/s %.2f\n",
                   static_cast<unsigned long long>(bytes), s, bytes / 1e9 / s);
     }
-    if (forward_tokens > 0) return check_forward(dir, forward_tokens);
+    if (forward_tokens > 0) return check_forward(dir, forward_tokens, dspark);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dsv41_make_synthetic: %s\n", e.what());
     return 1;

@@ -1,7 +1,8 @@
 // Synthetic DeepSeek-V4.1 checkpoints: random weights in the released on-disk format (tensor
 // names, dtypes, shapes, sharded safetensors + index, config.json) that Transformer::load accepts,
 // for full-geometry benchmarks without the 510 GB release (docs/perf.md "Synthetic
-// full-geometry checkpoint"). No DSpark (mtp.*); Engram (layers.L.engram.*, tokenizer.json) only
+// full-geometry checkpoint"). DSpark (mtp.*) only when SyntheticGeometry::dspark_stages is set;
+// Engram (layers.L.engram.*, tokenizer.json) only
 // when SyntheticGeometry::engram is set (synthetic_engram.hpp), the vision tower (vision.*,
 // aligner.*, image_*) only when SyntheticGeometry::vision is set.
 #pragma once
@@ -63,6 +64,15 @@ struct SyntheticGeometry {
     static Vision released();  // 1024 wide, 32 blocks of 16 heads, patch 14, 3x3, 1024 tokens
     static Vision tiny();      // 32 wide, 2 blocks of 2 heads, patch 2, 3x3, 40 tokens
   } vision;
+
+  // DSpark draft module (spec §1.5, §6.1): stages (0 = none; the release has 3) with the
+  // release's block 5, Markov rank 256, 128 routed experts top-3 (the router width; with
+  // expert_pool > 0 only min(pool, 128) are stored and aliased like the backbone's), target
+  // layers the last three backbone layers ([37, 38, 39] at 40).
+  int dspark_stages = 0;
+  int dspark_experts = 128;
+  int dspark_top_k = 3;
+  int dspark_markov_rank = 256;
 
   // Engram (spec §5); no layer ids = none. num_embeddings (the prime sums) and
   // compressed_vocab_size (the tokenizer's compressed map) are derived: add_engram() fills them.

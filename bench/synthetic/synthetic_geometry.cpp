@@ -167,6 +167,13 @@ void check_roles(const SyntheticGeometry& g) {
   DSV41_CHECK(g.expert_pool >= 0 && g.expert_pool <= g.n_routed_experts, kInvalidArgument,
               "synthetic geometry: expert_pool {} is outside [0, n_routed_experts = {}]",
               g.expert_pool, g.n_routed_experts);
+  DSV41_CHECK(
+      g.dspark_stages == 0 || (g.num_hidden_layers >= 3 && g.dspark_top_k >= 1 &&
+                               g.dspark_top_k <= g.dspark_experts && g.n_shared_experts >= 1),
+      kInvalidArgument,
+      "synthetic geometry: DSpark needs >= 3 layers, 1 <= top-k {} <= experts {} and a "
+      "shared expert",
+      g.dspark_top_k, g.dspark_experts);
   DSV41_CHECK(g.num_attention_heads % g.o_groups == 0, kInvalidArgument,
               "synthetic geometry: o_groups {} must divide {} heads", g.o_groups,
               g.num_attention_heads);
@@ -249,6 +256,52 @@ std::vector<SyntheticTensor> synthetic_tensors(const SyntheticGeometry& g,
   }
   b.norm("norm.weight", D);
   b.bf16("head.weight", V, D);
+  for (int s = 0; s < g.dspark_stages; ++s) {  // §1.5: window-only blocks with their own MoE
+    const std::string p = fmt::format("mtp.{}.", s);
+    for (const char* site : {"attn", "ffn"}) {
+      const std::string h = fmt::format("{}hc_{}_", p, site);
+      b.add(h + "fn", DType::kF32, {mix, hc * D}, Fill::kNormal, 0.0,
+            1.0 / std::sqrt(double(hc * D)));
+      b.add(h + "base", DType::kF32, {mix}, Fill::kNormal, 0.0, 0.4);
+      b.add(h + "scale", DType::kF32, {3}, Fill::kUniform, 1.0, 0.25);
+    }
+    const std::string a = p + "attn.";
+    b.f32_const(a + "attn_sink", g.num_attention_heads, 0.0);
+    b.fp8(a + "wq_a", g.q_lora_rank, D);
+    b.norm(a + "q_norm.weight", g.q_lora_rank);
+    b.fp8(a + "wq_b", HD, g.q_lora_rank);
+    b.fp8(a + "wkv", g.head_dim, D);
+    b.norm(a + "kv_norm.weight", g.head_dim);
+    b.fp8(a + "wo_a", OL, HD / g.o_groups);
+    b.fp8(a + "wo_b", D, OL);
+    const std::string f = p + "ffn.";
+    const int64_t DE = g.dspark_experts;
+    b.bf16(f + "gate.weight", DE, D);
+    b.f32_const(f + "gate.bias", DE, 0.0);
+    b.f32_const(f + "gate.bias_vl", DE, 0.0);
+    for (int64_t e = 0; e < (g.expert_pool > 0 ? std::min<int64_t>(g.expert_pool, DE) : DE); ++e) {
+      const std::string x = fmt::format("{}experts.{}.", f, e);
+      b.fp4(x + "w1", I, D);
+      b.fp4(x + "w2", D, I);
+      b.fp4(x + "w3", I, D);
+    }
+    b.fp8(f + "shared_experts.w1", IS, D);
+    b.fp8(f + "shared_experts.w2", D, IS);
+    b.fp8(f + "shared_experts.w3", IS, D);
+    b.norm(p + "attn_norm.weight", D);
+    b.norm(p + "ffn_norm.weight", D);
+  }
+  if (g.dspark_stages > 0) {
+    const std::string last = fmt::format("mtp.{}.", g.dspark_stages - 1);
+    const int64_t R = g.dspark_markov_rank;
+    b.bf16("mtp.0.main_proj.weight", D, 3 * D);
+    b.norm("mtp.0.main_norm.weight", D);
+    b.norm(last + "norm.weight", D);
+    b.add(last + "markov_head.embed.weight", DType::kBF16, {V, R}, Fill::kNormal, 0.0, 1.0);
+    b.bf16(last + "markov_head.head.weight", V, R);
+    b.add(last + "confidence_head.proj.weight", DType::kF32, {1, D + R}, Fill::kNormal, 0.0,
+          1.0 / std::sqrt(double(D + R)));
+  }
   if (g.vision.hidden_size > 0) {  // §7.3-7.4; biases 0, norms 1, delimiters like embeddings
     const SyntheticGeometry::Vision& v = g.vision;
     const int64_t h = v.hidden_size, in = int64_t{3} * v.patch_size * v.patch_size;
@@ -298,7 +351,27 @@ std::string engram_keys(const SyntheticGeometry::Engram& e) {
 }
 }  // namespace
 
+namespace {
+
+// num_nextn_predict_layers and, with DSpark, its keys (spec §1.2; the noise id the release's
+// 128799 when it fits the vocabulary, else the last id).
+std::string dspark_keys(const SyntheticGeometry& g) {
+  if (g.dspark_stages == 0) return "    \"num_nextn_predict_layers\": 0,";
+  const int L = g.num_hidden_layers;
+  return fmt::format(
+      "    \"num_nextn_predict_layers\": {},\n    \"dspark_block_size\": 5,\n"
+      "    \"dspark_noise_token_id\": {},\n    \"dspark_target_layer_ids\": [{}, {}, {}],\n"
+      "    \"dspark_markov_rank\": {},\n    \"dspark_n_routed_experts\": {},\n"
+      "    \"dspark_num_experts_per_tok\": {},",
+      g.dspark_stages, std::min<int64_t>(128799, g.vocab_size - 1), L - 3, L - 2, L - 1,
+      g.dspark_markov_rank, g.dspark_experts, g.dspark_top_k);
+}
+
+}  // namespace
+
 std::string synthetic_config_json(const SyntheticGeometry& g) {
+  std::vector<int> ratios = g.compress_ratios;  // + the DSpark layers' 0s (§1.2: 43 entries)
+  ratios.insert(ratios.end(), static_cast<size_t>(g.dspark_stages), 0);
   // image_token_id: the release's 129264 when it fits, else the last id (the validator wants it
   // inside the vocabulary; text-only inference never reads it).
   const int64_t image_id = g.vocab_size > 129264 ? 129264 : g.vocab_size - 1;
@@ -339,7 +412,8 @@ std::string synthetic_config_json(const SyntheticGeometry& g) {
                      v.hidden_size, v.intermediate_size, v.num_hidden_layers, v.num_attention_heads,
                      v.patch_size, v.downsample_ratio, v.max_image_tokens, v.min_pixels);
   }
-  s += fmt::format(R"(  "text_config": {{
+  s +=
+      fmt::format(R"(  "text_config": {{
     "model_type": "deepseek_v41_text",
     "vocab_size": {},
     "hidden_size": {},
@@ -368,13 +442,13 @@ std::string synthetic_config_json(const SyntheticGeometry& g) {
     "o_groups": {},
     "o_lora_rank": {},
 )",
-                   g.vocab_size, g.hidden_size, g.num_hidden_layers, g.num_attention_heads,
-                   g.head_dim, g.q_lora_rank, g.qk_rope_head_dim, g.sliding_window,
-                   int_list(g.compress_ratios), int_list(g.kv_source_layer_ids),
-                   int_list(g.index_source_layer_ids), g.candidate_source_layer_id,
-                   g.candidate_topk_blocks, g.candidate_block_size, g.index_n_heads,
-                   g.index_head_dim, g.index_topk, g.o_groups, g.o_lora_rank);
-  s += fmt::format(R"(    "moe_intermediate_size": {},
+                  g.vocab_size, g.hidden_size, g.num_hidden_layers, g.num_attention_heads,
+                  g.head_dim, g.q_lora_rank, g.qk_rope_head_dim, g.sliding_window, int_list(ratios),
+                  int_list(g.kv_source_layer_ids), int_list(g.index_source_layer_ids),
+                  g.candidate_source_layer_id, g.candidate_topk_blocks, g.candidate_block_size,
+                  g.index_n_heads, g.index_head_dim, g.index_topk, g.o_groups, g.o_lora_rank);
+  s += fmt::format(
+      R"(    "moe_intermediate_size": {},
     "n_routed_experts": {},{}
     "n_shared_experts": {},
     "num_experts_per_tok": {},
@@ -390,7 +464,7 @@ std::string synthetic_config_json(const SyntheticGeometry& g) {
     "hc_eps": 1e-06,
     "rms_norm_eps": 1e-20,
 {}
-    "num_nextn_predict_layers": 0,
+{}
     "tie_word_embeddings": false,
     "bos_token_id": 0,
     "eos_token_id": 1,
@@ -399,12 +473,11 @@ std::string synthetic_config_json(const SyntheticGeometry& g) {
   }}
 }}
 )",
-                   g.moe_intermediate_size, g.n_routed_experts,
-                   g.expert_pool > 0
-                       ? fmt::format("\n    \"synthetic_expert_pool\": {},", g.expert_pool)
-                       : std::string(),
-                   g.n_shared_experts, g.num_experts_per_tok, g.routed_scaling_factor,
-                   g.swiglu_limit, g.hc_mult, g.hc_sinkhorn_iters, engram_keys(g.engram));
+      g.moe_intermediate_size, g.n_routed_experts,
+      g.expert_pool > 0 ? fmt::format("\n    \"synthetic_expert_pool\": {},", g.expert_pool)
+                        : std::string(),
+      g.n_shared_experts, g.num_experts_per_tok, g.routed_scaling_factor, g.swiglu_limit, g.hc_mult,
+      g.hc_sinkhorn_iters, engram_keys(g.engram), dspark_keys(g));
   return s;
 }
 

@@ -226,8 +226,10 @@ std::unique_ptr<DsparkWeights> bind_dspark(Binder& b, const Checkpoint& ck, cons
     b.use_attention(role, block + "attn.");
     ShardPlan stage_plan = sp;  // the stage's own expert count splits like the backbone's
     stage_plan.experts = sp.dspark_experts;
+    // A synthetic benchmark checkpoint's pool aliases the stages' experts too (bench/synthetic).
+    const int64_t pool = std::min<int64_t>(t.synthetic_expert_pool, t.dspark_n_routed_experts);
     st.ffn =
-        bind_moe(b, t, block + "ffn.", role.layer, t.dspark_n_routed_experts, stage_plan, {}, 0);
+        bind_moe(b, t, block + "ffn.", role.layer, t.dspark_n_routed_experts, stage_plan, {}, pool);
   }
   const std::string first = "mtp.0.", last = fmt::format("mtp.{}.", S - 1);
   w->main_proj = b.linear(first + "main_proj", D, taps * D);

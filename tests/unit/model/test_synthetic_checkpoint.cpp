@@ -16,6 +16,7 @@
 
 #include "config/model_config.hpp"
 #include "exl3/exl3_linear.hpp"
+#include "model/dspark/dspark_drafter.hpp"
 #include "model/transformer.hpp"
 #include "synthetic/synthetic_checkpoint.hpp"
 #include "synthetic/synthetic_exl3.hpp"
@@ -399,6 +400,54 @@ TEST_CASE("synthetic EXL3 options: a bad field is named", "[unit]") {
   x.mean_bpw = 2.77;
   x.k5_fraction = -0.1;
   REQUIRE_THROWS_WITH(synth::exl3_bank_bytes(g, x), Contains("SyntheticExl3.k5_fraction"));
+}
+
+}  // namespace dsv41
+
+namespace dsv41 {
+
+TEST_CASE("synthetic DSpark: the mtp module binds and drafts; the released stages' shapes and pool",
+          "[unit]") {
+  SyntheticGeometry g = SyntheticGeometry::tiny();
+  g.dspark_stages = 3;
+  g.dspark_experts = g.n_routed_experts;
+  g.dspark_top_k = 2;
+  ScratchDir a("dspark");
+  synth::write_synthetic_checkpoint(a.dir.string(), g, 7);
+  // Bound with the module, an unused mtp.* tensor would be an error: every one is used.
+  auto m = Transformer::load(a.dir.string(), 2, nullptr, "", /*dspark=*/true);
+  REQUIRE(m->weights().dspark != nullptr);
+  REQUIRE(m->config().text.num_nextn_predict_layers == 3);
+  REQUIRE(m->config().text.dspark_target_layer_ids == std::vector<int>{5, 6, 7});
+  SequenceState st = m->new_sequence();
+  (void)m->forward(st, std::vector<int32_t>{5, 77, 300, 2, 599});
+  const DsparkProposal p = DsparkDrafter(*m).draft(st, 9);
+  REQUIRE(p.tokens.size() == 5);
+  for (float c : p.confidence) REQUIRE((c > 0.0f && c < 1.0f));
+
+  // Released: 3 stages over a router pool of 32 (min(pool, 128) stored per stage), §1.5 shapes,
+  // 43 compress ratios, the release's taps and noise id.
+  SyntheticGeometry r = SyntheticGeometry::released(40, 32);
+  r.expert_pool = 32;
+  r.n_routed_experts = 384;
+  r.dspark_stages = 3;
+  Result<ModelConfig> cfg = ModelConfig::parse(synth::synthetic_config_json(r), "config.json");
+  REQUIRE(cfg.is_ok());
+  REQUIRE(cfg->validate().is_ok());
+  REQUIRE(cfg->text.compress_ratios.size() == 43);
+  REQUIRE(cfg->text.dspark_target_layer_ids == std::vector<int>{37, 38, 39});
+  REQUIRE(cfg->text.dspark_noise_token_id == 128799);
+  REQUIRE(cfg->text.dspark_n_routed_experts == 128);
+  const auto t = by_name(r);
+  REQUIRE(t.at("mtp.0.main_proj.weight").shape == std::vector<int64_t>{5120, 15360});
+  REQUIRE(t.at("mtp.2.markov_head.head.weight").shape == std::vector<int64_t>{129280, 256});
+  REQUIRE(t.at("mtp.2.confidence_head.proj.weight").shape == std::vector<int64_t>{1, 5376});
+  REQUIRE(t.at("mtp.1.ffn.gate.weight").shape == std::vector<int64_t>{128, 5120});
+  REQUIRE(t.count("mtp.2.ffn.experts.31.w2.scale") == 1);
+  REQUIRE(t.count("mtp.2.ffn.experts.32.w1.weight") == 0);
+  REQUIRE(t.count("mtp.3.attn_norm.weight") == 0);
+  r.dspark_top_k = 0;
+  REQUIRE_THROWS_WITH(synth::synthetic_tensors(r), Catch::Contains("top-k 0"));
 }
 
 }  // namespace dsv41
