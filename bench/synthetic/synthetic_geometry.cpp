@@ -151,6 +151,51 @@ class ListBuilder {
   void f32_const(const std::string& name, int64_t n, double v) {
     add(name, DType::kF32, {n}, Fill::kConst, v, 0.0);
   }
+  // The mHC site weights of block `p` ("layers.L." / "mtp.s."): m = fn · rms-normalised(H), fn
+  // std 1/sqrt(hc·D) keeps the mixes ~N(0, 1) (tiny8: 0.05 at hc·D = 384); base N(0, 0.4) and
+  // scale U(0.75, 1.25) are tiny8's magnitudes.
+  void hc_sites(const SyntheticGeometry& g, const std::string& p) {
+    const int64_t hc = g.hc_mult, D = g.hidden_size, mix = (2 + hc) * hc;
+    for (const char* site : {"attn", "ffn"}) {
+      const std::string h = fmt::format("{}hc_{}_", p, site);
+      add(h + "fn", DType::kF32, {mix, hc * D}, Fill::kNormal, 0.0,
+          1.0 / std::sqrt(double(hc * D)));
+      add(h + "base", DType::kF32, {mix}, Fill::kNormal, 0.0, 0.4);
+      add(h + "scale", DType::kF32, {3}, Fill::kUniform, 1.0, 0.25);
+    }
+  }
+  // §2.2 projections, norms and sink of attention `a` ("....attn.").
+  void attention(const SyntheticGeometry& g, const std::string& a) {
+    const int64_t D = g.hidden_size, HD = int64_t{g.num_attention_heads} * g.head_dim;
+    f32_const(a + "attn_sink", g.num_attention_heads, 0.0);
+    fp8(a + "wq_a", g.q_lora_rank, D);
+    norm(a + "q_norm.weight", g.q_lora_rank);
+    fp8(a + "wq_b", HD, g.q_lora_rank);
+    fp8(a + "wkv", g.head_dim, D);
+    norm(a + "kv_norm.weight", g.head_dim);
+    fp8(a + "wo_a", int64_t{g.o_groups} * g.o_lora_rank, HD / g.o_groups);
+    fp8(a + "wo_b", D, int64_t{g.o_groups} * g.o_lora_rank);
+  }
+  // §4 router of E experts (N(0, 1/sqrt(D)), zero biases) and `stored` FP4 experts of `f`
+  // ("....ffn.").
+  void router_experts(const SyntheticGeometry& g, const std::string& f, int64_t E, int64_t stored) {
+    const int64_t D = g.hidden_size, I = g.moe_intermediate_size;
+    bf16(f + "gate.weight", E, D);
+    f32_const(f + "gate.bias", E, 0.0);
+    f32_const(f + "gate.bias_vl", E, 0.0);
+    for (int64_t e = 0; e < stored; ++e) {
+      const std::string x = fmt::format("{}experts.{}.", f, e);
+      fp4(x + "w1", I, D);
+      fp4(x + "w2", D, I);
+      fp4(x + "w3", I, D);
+    }
+  }
+  void shared_expert(const SyntheticGeometry& g, const std::string& f) {
+    const int64_t D = g.hidden_size, IS = int64_t{g.moe_intermediate_size} * g.n_shared_experts;
+    fp8(f + "shared_experts.w1", IS, D);
+    fp8(f + "shared_experts.w2", D, IS);
+    fp8(f + "shared_experts.w3", IS, D);
+  }
 
  private:
   std::vector<SyntheticTensor>* out_;
@@ -190,34 +235,14 @@ std::vector<SyntheticTensor> synthetic_tensors(const SyntheticGeometry& g,
               g.expert_pool);
   std::vector<SyntheticTensor> out;
   ListBuilder b(&out);
-  const int64_t D = g.hidden_size, V = g.vocab_size, hc = g.hc_mult;
-  const int64_t HD = int64_t{g.num_attention_heads} * g.head_dim;
-  const int64_t OL = int64_t{g.o_groups} * g.o_lora_rank;
-  const int64_t E = g.n_routed_experts, I = g.moe_intermediate_size;
+  const int64_t D = g.hidden_size, V = g.vocab_size, E = g.n_routed_experts;
   const int64_t stored = g.expert_pool > 0 ? g.expert_pool : E;  // experts with tensors
-  const int64_t IS = I * g.n_shared_experts;
-  const int64_t mix = (2 + hc) * hc;
   b.add("embed.weight", DType::kBF16, {V, D}, Fill::kNormal, 0.0, 1.0);
   for (int l = 0; l < g.num_hidden_layers; ++l) {
     const std::string p = fmt::format("layers.{}.", l);
-    for (const char* site : {"attn", "ffn"}) {
-      // m = fn · rms-normalised(H): fn std 1/sqrt(hc·D) keeps the mixes ~N(0, 1) (tiny8: 0.05
-      // at hc·D = 384); base N(0, 0.4) and scale U(0.75, 1.25) are tiny8's magnitudes.
-      const std::string h = fmt::format("{}hc_{}_", p, site);
-      b.add(h + "fn", DType::kF32, {mix, hc * D}, Fill::kNormal, 0.0,
-            1.0 / std::sqrt(double(hc * D)));
-      b.add(h + "base", DType::kF32, {mix}, Fill::kNormal, 0.0, 0.4);
-      b.add(h + "scale", DType::kF32, {3}, Fill::kUniform, 1.0, 0.25);
-    }
+    b.hc_sites(g, p);
     const std::string a = p + "attn.";
-    b.f32_const(a + "attn_sink", g.num_attention_heads, 0.0);
-    b.fp8(a + "wq_a", g.q_lora_rank, D);
-    b.norm(a + "q_norm.weight", g.q_lora_rank);
-    b.fp8(a + "wq_b", HD, g.q_lora_rank);
-    b.fp8(a + "wkv", g.head_dim, D);
-    b.norm(a + "kv_norm.weight", g.head_dim);
-    b.fp8(a + "wo_a", OL, HD / g.o_groups);
-    b.fp8(a + "wo_b", D, OL);
+    b.attention(g, a);
     const bool kv = contains(g.kv_source_layer_ids, l);
     const bool ix = contains(g.index_source_layer_ids, l);
     if (kv) {
@@ -234,20 +259,8 @@ std::vector<SyntheticTensor> synthetic_tensors(const SyntheticGeometry& g,
       b.norm(a + "indexer.k_norm.weight", g.index_head_dim);
     }
     const std::string f = p + "ffn.";
-    b.bf16(f + "gate.weight", E, D);  // router N(0, 1/sqrt(D)), E wide
-    b.f32_const(f + "gate.bias", E, 0.0);
-    b.f32_const(f + "gate.bias_vl", E, 0.0);
-    for (int64_t e = 0; e < (exl3.enabled ? 0 : stored); ++e) {  // else in the EXL3 banks
-      const std::string x = fmt::format("{}experts.{}.", f, e);
-      b.fp4(x + "w1", I, D);
-      b.fp4(x + "w2", D, I);
-      b.fp4(x + "w3", I, D);
-    }
-    if (IS > 0) {
-      b.fp8(f + "shared_experts.w1", IS, D);
-      b.fp8(f + "shared_experts.w2", D, IS);
-      b.fp8(f + "shared_experts.w3", IS, D);
-    }
+    b.router_experts(g, f, E, exl3.enabled ? 0 : stored);  // else in the EXL3 banks
+    if (g.n_shared_experts > 0) b.shared_expert(g, f);
     b.norm(p + "attn_norm.weight", D);
     b.norm(p + "ffn_norm.weight", D);
     const std::vector<int>& en = g.engram.layer_ids;
@@ -258,36 +271,12 @@ std::vector<SyntheticTensor> synthetic_tensors(const SyntheticGeometry& g,
   b.bf16("head.weight", V, D);
   for (int s = 0; s < g.dspark_stages; ++s) {  // §1.5: window-only blocks with their own MoE
     const std::string p = fmt::format("mtp.{}.", s);
-    for (const char* site : {"attn", "ffn"}) {
-      const std::string h = fmt::format("{}hc_{}_", p, site);
-      b.add(h + "fn", DType::kF32, {mix, hc * D}, Fill::kNormal, 0.0,
-            1.0 / std::sqrt(double(hc * D)));
-      b.add(h + "base", DType::kF32, {mix}, Fill::kNormal, 0.0, 0.4);
-      b.add(h + "scale", DType::kF32, {3}, Fill::kUniform, 1.0, 0.25);
-    }
-    const std::string a = p + "attn.";
-    b.f32_const(a + "attn_sink", g.num_attention_heads, 0.0);
-    b.fp8(a + "wq_a", g.q_lora_rank, D);
-    b.norm(a + "q_norm.weight", g.q_lora_rank);
-    b.fp8(a + "wq_b", HD, g.q_lora_rank);
-    b.fp8(a + "wkv", g.head_dim, D);
-    b.norm(a + "kv_norm.weight", g.head_dim);
-    b.fp8(a + "wo_a", OL, HD / g.o_groups);
-    b.fp8(a + "wo_b", D, OL);
-    const std::string f = p + "ffn.";
+    b.hc_sites(g, p);
+    b.attention(g, p + "attn.");
     const int64_t DE = g.dspark_experts;
-    b.bf16(f + "gate.weight", DE, D);
-    b.f32_const(f + "gate.bias", DE, 0.0);
-    b.f32_const(f + "gate.bias_vl", DE, 0.0);
-    for (int64_t e = 0; e < (g.expert_pool > 0 ? std::min<int64_t>(g.expert_pool, DE) : DE); ++e) {
-      const std::string x = fmt::format("{}experts.{}.", f, e);
-      b.fp4(x + "w1", I, D);
-      b.fp4(x + "w2", D, I);
-      b.fp4(x + "w3", I, D);
-    }
-    b.fp8(f + "shared_experts.w1", IS, D);
-    b.fp8(f + "shared_experts.w2", D, IS);
-    b.fp8(f + "shared_experts.w3", IS, D);
+    b.router_experts(g, p + "ffn.", DE,
+                     g.expert_pool > 0 ? std::min<int64_t>(g.expert_pool, DE) : DE);
+    b.shared_expert(g, p + "ffn.");
     b.norm(p + "attn_norm.weight", D);
     b.norm(p + "ffn_norm.weight", D);
   }

@@ -406,7 +406,7 @@ TEST_CASE("synthetic EXL3 options: a bad field is named", "[unit]") {
 
 namespace dsv41 {
 
-TEST_CASE("synthetic DSpark: the mtp module binds and drafts; the released stages' shapes and pool",
+TEST_CASE("synthetic DSpark: the mtp module binds and drafts, released stages have the spec shapes",
           "[unit]") {
   SyntheticGeometry g = SyntheticGeometry::tiny();
   g.dspark_stages = 3;

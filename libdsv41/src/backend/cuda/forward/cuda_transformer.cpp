@@ -30,28 +30,14 @@
 namespace dsv41::cuda {
 
 struct CudaTransformer::Layer {
-  DeviceBuffer attn_norm, ffn_norm;
-  DeviceBuffer hc_attn_fn, hc_attn_base, hc_attn_scale;
-  DeviceBuffer hc_ffn_fn, hc_ffn_base, hc_ffn_scale;
+  DeviceBlockSites sites;
   DeviceAttention attn;
   DeviceMoe ffn;
   std::optional<DeviceEngram> engram;
 
-  MhcSiteWeights attn_site() const {
-    return {hc_attn_fn.as<float>(), hc_attn_base.as<float>(), hc_attn_scale.as<float>(),
-            attn_norm.as<float>()};
-  }
-  MhcSiteWeights ffn_site() const {
-    return {hc_ffn_fn.as<float>(), hc_ffn_base.as<float>(), hc_ffn_scale.as<float>(),
-            ffn_norm.as<float>()};
-  }
-
   uint64_t device_bytes() const {
-    uint64_t b = attn.device_bytes() + ffn.device_bytes() + (engram ? engram->device_bytes() : 0);
-    for (const DeviceBuffer* v : {&attn_norm, &ffn_norm, &hc_attn_fn, &hc_attn_base, &hc_attn_scale,
-                                  &hc_ffn_fn, &hc_ffn_base, &hc_ffn_scale})
-      b += v->bytes();
-    return b;
+    return sites.device_bytes() + attn.device_bytes() + ffn.device_bytes() +
+           (engram ? engram->device_bytes() : 0);
   }
 };
 
@@ -120,14 +106,7 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
   for (int l = 0; l < t.num_hidden_layers; ++l) {
     const LayerWeights& lw = w.layers[l];
     auto d = std::make_unique<Layer>();
-    d->attn_norm = upload_f32(lw.attn_norm);
-    d->ffn_norm = upload_f32(lw.ffn_norm);
-    d->hc_attn_fn = upload_f32(lw.hc_attn.fn);
-    d->hc_attn_base = upload_f32(lw.hc_attn.base);
-    d->hc_attn_scale = upload_f32(lw.hc_attn.scale);
-    d->hc_ffn_fn = upload_f32(lw.hc_ffn.fn);
-    d->hc_ffn_base = upload_f32(lw.hc_ffn.base);
-    d->hc_ffn_scale = upload_f32(lw.hc_ffn.scale);
+    d->sites = DeviceBlockSites::upload(lw.attn_norm, lw.ffn_norm, lw.hc_attn, lw.hc_ffn);
     d->attn = DeviceAttention::upload(lw.attn);
     d->ffn = DeviceMoe::upload(lw.ffn, moe, l, cpu.expert_bank());
     if (lw.engram) d->engram = DeviceEngram::upload(*lw.engram, l);
@@ -494,8 +473,8 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
       profile_mark(profile_, "engram", s);
     }
     // Attention site: mixes of the entering H; collapse with the previous site's pre.
-    sites.site(pending ? &ffn_out : nullptr, H, L.attn_site(), pre, {pre_a, post_a, comb_a}, xn, T,
-               s, l, "hc_site attn (ffn expand, mixes, collapse, attn_norm)");
+    sites.site(pending ? &ffn_out : nullptr, H, L.sites.attn_site(), pre, {pre_a, post_a, comb_a},
+               xn, T, s, l, "hc_site attn (ffn expand, mixes, collapse, attn_norm)");
     profile_mark(profile_, "mhc+norm", s);
     if (const auto k = std::find(taps.begin(), taps.end(), l) - taps.begin(); k < n_taps)
       check_launch(
@@ -505,7 +484,7 @@ void CudaTransformer::run_chunk(DeviceSequence& seq, std::span<const int32_t> id
     if (tp_) tp_->all_reduce_sum(y, T * D, s, reduce_site(l, "attention").c_str());
     profile_mark(profile_, "attn out proj", s);
     // FFN site: the attention expand folded in; collapse with the attention site's pre.
-    sites.site(&attn_out, Hmid, L.ffn_site(), pre_a, {pre_f, post_f, comb_f}, xn, T, s, l,
+    sites.site(&attn_out, Hmid, L.sites.ffn_site(), pre_a, {pre_f, post_f, comb_f}, xn, T, s, l,
                "hc_site ffn (attn expand, mixes, collapse, ffn_norm)");
     profile_mark(profile_, "mhc+norm", s);
     L.ffn.forward(xn, T, dflags, ws, y, s, profile_);

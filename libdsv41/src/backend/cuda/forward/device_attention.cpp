@@ -297,13 +297,7 @@ void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSe
   uint8_t* kv_packed = ws.kv_packed.as<uint8_t>();
   const bool ring_now = T <= ring.capacity - window_ + 1;
   {
-    kernels::KvRowOps ops;
-    ops.norm_w = kv_norm_.as<float>();
-    ops.eps = eps_;
-    ops.inv_freq = inv_freq_.as<float>();
-    ops.rope_dim = R;
-    ops.pos0 = pos0;
-    if (ring_now) ops.ring = ring.ring.as<uint8_t>(), ops.ring_capacity = ring.capacity;
+    const kernels::KvRowOps ops = window_row_ops(pos0, ring_now ? &ring : nullptr);
     check_launch(
         kernels::kv_norm_rope_quantize(KvFormat::kWindowFp8, kv, ops, nullptr, kv_packed, T, D, ks),
         l, "window K=V rows");
@@ -365,6 +359,20 @@ void DeviceAttention::forward(const float* xn, int64_t T, int64_t pos0, DeviceSe
   }
 }
 
+kernels::KvRowOps DeviceAttention::window_row_ops(int64_t pos0, const DeviceWindow* ring) const {
+  kernels::KvRowOps ops;
+  ops.norm_w = kv_norm_.as<float>();
+  ops.eps = eps_;
+  ops.inv_freq = inv_freq_.as<float>();
+  ops.rope_dim = rope_dim_;
+  ops.pos0 = pos0;
+  if (ring != nullptr) {
+    ops.ring = ring->ring.as<uint8_t>();
+    ops.ring_capacity = ring->capacity;
+  }
+  return ops;
+}
+
 // Step 7: z_g = u_g·Wo_a[g]ᵀ per group (u_g = the group's heads), out = z·Wo_bᵀ.
 void DeviceAttention::output_projection(const float* o, int64_t T, ForwardWorkspace& ws, float* out,
                                         cudaStream_t s) const {
@@ -400,14 +408,7 @@ void DeviceAttention::context_rows(const float* main_x, int64_t n, int64_t pos0,
               ring.capacity);
   float* kv = ws.kv.as<float>();
   wkv_.gemv(main_x, n, kv, s);
-  kernels::KvRowOps ops;  // kv_norm, RoPE at the rows' positions, FP8 into the ring slots
-  ops.norm_w = kv_norm_.as<float>();
-  ops.eps = eps_;
-  ops.inv_freq = inv_freq_.as<float>();
-  ops.rope_dim = rope_dim_;
-  ops.pos0 = pos0;
-  ops.ring = ring.ring.as<uint8_t>();
-  ops.ring_capacity = ring.capacity;
+  const kernels::KvRowOps ops = window_row_ops(pos0, &ring);  // FP8 into the ring slots
   check_launch(kernels::kv_norm_rope_quantize(KvFormat::kWindowFp8, kv, ops, nullptr,
                                               ws.kv_packed.as<uint8_t>(), n, head_dim_, s),
                l, "DSpark context rows");
@@ -430,12 +431,7 @@ void DeviceAttention::forward_block(const float* xn, int64_t K, int64_t pos0,
   check_launch(
       kernels::rope_rotate(q, inv_freq_.as<float>(), K, heads_, head_dim_, R, pos0, 1, false, s), l,
       "query RoPE");
-  kernels::KvRowOps ops;
-  ops.norm_w = kv_norm_.as<float>();
-  ops.eps = eps_;
-  ops.inv_freq = inv_freq_.as<float>();
-  ops.rope_dim = R;
-  ops.pos0 = pos0;
+  const kernels::KvRowOps ops = window_row_ops(pos0, nullptr);
   check_launch(kernels::kv_norm_rope_quantize(KvFormat::kWindowFp8, kv, ops, nullptr, kv_packed, K,
                                               head_dim_, s),
                l, "block K=V rows");

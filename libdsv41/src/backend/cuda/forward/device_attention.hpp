@@ -15,6 +15,7 @@
 #include "backend/cuda/forward/step_profile.hpp"
 #include "backend/cuda/side_stream.hpp"
 #include "config/model_config.hpp"
+#include "dsv41k/attention.hpp"
 
 namespace dsv41 {
 class AttentionLayer;
@@ -70,6 +71,9 @@ class DeviceAttention {
                 cudaStream_t stream) const;
   void select(int64_t T, int64_t pos0, const DeviceSource& keys, ForwardWorkspace& ws,
               cudaStream_t stream) const;
+  // Step 2's row ops on K=V rows at positions pos0 + row: kv_norm, the main RoPE, and (ring
+  // non-null) the packed rows also written to their ring slots.
+  kernels::KvRowOps window_row_ops(int64_t pos0, const DeviceWindow* ring) const;
   // Step 7: z_g = u_g · Wo_a[g]ᵀ per group, out = z · Wo_bᵀ, from the attention output o [T,
   // heads, head_dim].
   void output_projection(const float* o, int64_t T, ForwardWorkspace& ws, float* out,

@@ -16,26 +16,12 @@
 namespace dsv41::cuda {
 
 struct DeviceDspark::Stage {
-  DeviceBuffer attn_norm, ffn_norm;
-  DeviceBuffer hc_attn_fn, hc_attn_base, hc_attn_scale;
-  DeviceBuffer hc_ffn_fn, hc_ffn_base, hc_ffn_scale;
+  DeviceBlockSites sites;
   DeviceAttention attn;
   DeviceMoe ffn;
 
-  MhcSiteWeights attn_site() const {
-    return {hc_attn_fn.as<float>(), hc_attn_base.as<float>(), hc_attn_scale.as<float>(),
-            attn_norm.as<float>()};
-  }
-  MhcSiteWeights ffn_site() const {
-    return {hc_ffn_fn.as<float>(), hc_ffn_base.as<float>(), hc_ffn_scale.as<float>(),
-            ffn_norm.as<float>()};
-  }
   uint64_t device_bytes() const {
-    uint64_t b = attn.device_bytes() + ffn.device_bytes();
-    for (const DeviceBuffer* v : {&attn_norm, &ffn_norm, &hc_attn_fn, &hc_attn_base, &hc_attn_scale,
-                                  &hc_ffn_fn, &hc_ffn_base, &hc_ffn_scale})
-      b += v->bytes();
-    return b;
+    return sites.device_bytes() + attn.device_bytes() + ffn.device_bytes();
   }
 };
 
@@ -76,14 +62,7 @@ std::unique_ptr<DeviceDspark> DeviceDspark::upload(const Transformer& cpu, int m
   for (size_t s = 0; s < w->stages.size(); ++s) {
     const DsparkStage& ws = w->stages[s];
     auto st = std::make_unique<Stage>();
-    st->attn_norm = upload_f32(ws.attn_norm);
-    st->ffn_norm = upload_f32(ws.ffn_norm);
-    st->hc_attn_fn = upload_f32(ws.hc_attn.fn);
-    st->hc_attn_base = upload_f32(ws.hc_attn.base);
-    st->hc_attn_scale = upload_f32(ws.hc_attn.scale);
-    st->hc_ffn_fn = upload_f32(ws.hc_ffn.fn);
-    st->hc_ffn_base = upload_f32(ws.hc_ffn.base);
-    st->hc_ffn_scale = upload_f32(ws.hc_ffn.scale);
+    st->sites = DeviceBlockSites::upload(ws.attn_norm, ws.ffn_norm, ws.hc_attn, ws.hc_ffn);
     st->attn = DeviceAttention::upload(ws.attn);
     st->ffn = DeviceMoe::upload(ws.ffn, moe, t.num_hidden_layers + static_cast<int>(s));
     if (scratch != nullptr) {
@@ -187,11 +166,11 @@ DsparkProposal DeviceDspark::draft(const DeviceSequence& seq, int32_t next,
   for (size_t i = 0; i < stages_.size(); ++i) {
     const Stage& st = *stages_[i];
     const int layer = static_cast<int>(i);
-    sites.site(pending ? &ffn_out : nullptr, H, st.attn_site(), pre, {pre_a, post_a, comb_a}, xn, K,
-               s, layer, "DSpark hc_site attn");
+    sites.site(pending ? &ffn_out : nullptr, H, st.sites.attn_site(), pre, {pre_a, post_a, comb_a},
+               xn, K, s, layer, "DSpark hc_site attn");
     st.attn.forward_block(xn, K, pos0, seq.dspark[i], ws, y, s);
-    sites.site(&attn_out, Hmid, st.ffn_site(), pre_a, {pre_f, post_f, comb_f}, xn, K, s, layer,
-               "DSpark hc_site ffn");
+    sites.site(&attn_out, Hmid, st.sites.ffn_site(), pre_a, {pre_f, post_f, comb_f}, xn, K, s,
+               layer, "DSpark hc_site ffn");
     st.ffn.forward(xn, K, nullptr, ws, y, s);
     pending = true;
     pre = pre_f;

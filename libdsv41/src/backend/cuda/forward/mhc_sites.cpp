@@ -2,7 +2,9 @@
 
 #include <string>
 
+#include "backend/cuda/forward/device_linear.hpp"
 #include "backend/cuda/forward/launch_check.hpp"
+#include "model/mhc.hpp"
 
 namespace dsv41::cuda {
 namespace {
@@ -60,6 +62,30 @@ void MhcSites::expand(const kernels::HcExpandIn& e, float* H_new, int64_t T, cud
 
 void MhcSites::join(cudaStream_t s) {
   if (lane_ != nullptr) lane_->join(s);
+}
+
+DeviceBlockSites DeviceBlockSites::upload(const std::vector<float>& attn_norm,
+                                          const std::vector<float>& ffn_norm,
+                                          const HcSiteWeights& hc_attn,
+                                          const HcSiteWeights& hc_ffn) {
+  DeviceBlockSites b;
+  b.attn_norm = upload_f32(attn_norm);
+  b.ffn_norm = upload_f32(ffn_norm);
+  b.hc_attn_fn = upload_f32(hc_attn.fn);
+  b.hc_attn_base = upload_f32(hc_attn.base);
+  b.hc_attn_scale = upload_f32(hc_attn.scale);
+  b.hc_ffn_fn = upload_f32(hc_ffn.fn);
+  b.hc_ffn_base = upload_f32(hc_ffn.base);
+  b.hc_ffn_scale = upload_f32(hc_ffn.scale);
+  return b;
+}
+
+uint64_t DeviceBlockSites::device_bytes() const {
+  uint64_t b = 0;
+  for (const DeviceBuffer* v : {&attn_norm, &ffn_norm, &hc_attn_fn, &hc_attn_base, &hc_attn_scale,
+                                &hc_ffn_fn, &hc_ffn_base, &hc_ffn_scale})
+    b += v->bytes();
+  return b;
 }
 
 }  // namespace dsv41::cuda

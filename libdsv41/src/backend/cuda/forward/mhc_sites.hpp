@@ -16,9 +16,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
+#include "backend/cuda/device_buffer.hpp"
 #include "backend/cuda/side_stream.hpp"
 #include "dsv41k/mhc.hpp"
+
+namespace dsv41 {
+struct HcSiteWeights;
+}
 
 namespace dsv41::cuda {
 
@@ -28,6 +34,27 @@ struct MhcSiteWeights {
   const float* base = nullptr;
   const float* scale = nullptr;
   const float* norm_w = nullptr;
+};
+
+// The two sites' weights and sublayer norms of one block (a backbone layer or a DSpark stage) in
+// device memory.
+struct DeviceBlockSites {
+  DeviceBuffer attn_norm, ffn_norm;
+  DeviceBuffer hc_attn_fn, hc_attn_base, hc_attn_scale;
+  DeviceBuffer hc_ffn_fn, hc_ffn_base, hc_ffn_scale;
+
+  static DeviceBlockSites upload(const std::vector<float>& attn_norm,
+                                 const std::vector<float>& ffn_norm, const HcSiteWeights& hc_attn,
+                                 const HcSiteWeights& hc_ffn);
+  MhcSiteWeights attn_site() const {
+    return {hc_attn_fn.as<float>(), hc_attn_base.as<float>(), hc_attn_scale.as<float>(),
+            attn_norm.as<float>()};
+  }
+  MhcSiteWeights ffn_site() const {
+    return {hc_ffn_fn.as<float>(), hc_ffn_base.as<float>(), hc_ffn_scale.as<float>(),
+            ffn_norm.as<float>()};
+  }
+  uint64_t device_bytes() const;
 };
 
 // Outputs of one site: its mixes [T, hc], [T, hc], [T, hc, hc].
