@@ -192,20 +192,27 @@ TEST_CASE("moe_swiglu matches swiglu_activate", "[kernel][moe]") {
       DSV41_CUDA_CHECK(cudaDeviceSynchronize());
       const auto got = download<float>(dg, want.size());
       // exp through fp64 is the correctly rounded fp32 exp (but within 2^-29 ulp of a midpoint);
-      // glibc's expf is within 0.502 ulp, so e may differ by 1 ulp. The relative difference then
-      // carries through 1 + e, the quotient and the two products, and each of those roundings may
-      // add 1 ulp of its own: bound 4 ulp (a NaN must match NaN). The H200 saw 3 ulp.
+      // glibc's expf is within 0.502 ulp, so e may differ by 1 ulp: a relative difference of up
+      // to 2^-23. It carries through 1 + e (scaled by e / (1 + e) <= 1), the quotient and the two
+      // products, and at each of those four roundings the two sides round different values, so
+      // each adds up to 2 · 2^-24 relative: <= 2^-23 + 8 · 2^-24 = 10 · 2^-24 relative, which is
+      // up to 10 ulp of a result whose mantissa is near 2 (an ulp is 2^-24 of it there). Bound
+      // 10 ulp (a NaN must match NaN). Seen: the H200 3 ulp; the H100 5 ulp once (stop 34, seed
+      // 0xaab348ca947d3b21, h[492, 48] at n 2048 inter 64 limit 1.5), against the old bound 4,
+      // which counted 1 ulp per rounding.
+      constexpr int64_t kUlpBound = 10;
       int64_t diff = 0;
       for (size_t i = 0; i < got.size(); ++i) {
         if (std::isnan(want[i]) && std::isnan(got[i])) continue;
         const int64_t a = std::bit_cast<int32_t>(got[i]), b = std::bit_cast<int32_t>(want[i]);
         const int64_t ulps = std::llabs(a - b);
         diff += ulps != 0;
-        if (!(ulps <= 4) && !(got[i] == want[i]))
-          FAIL(fmt::format(
-              "n {} inter {} limit {} weight {} seed {:#x}: h[{}, {}] got {} want {} "
-              "({} ulp, bound 4)",
-              n, inter, limit, with_w, seed, i / inter, i % inter, got[i], want[i], ulps));
+        if (!(ulps <= kUlpBound) && !(got[i] == want[i]))
+          FAIL(
+              fmt::format("n {} inter {} limit {} weight {} seed {:#x}: h[{}, {}] got {} want {} "
+                          "({} ulp, bound {})",
+                          n, inter, limit, with_w, seed, i / inter, i % inter, got[i], want[i],
+                          ulps, kUlpBound));
       }
       INFO(fmt::format("n {} inter {}: {} of {} not bit-identical", n, inter, diff, got.size()));
       CHECK(diff <= int64_t(got.size() / 1000));
