@@ -109,6 +109,10 @@ int run(int argc, char** argv) {
   std::printf("| 6-row verify step (forward, all logits) | %.3f |\n", step6);
   std::printf("| of which DSpark context rows, 1 row (device, profiled step) | %.3f |\n", ctx1);
   std::printf("| of which DSpark context rows, 6 rows (device, profiled step) | %.3f |\n", ctx6);
+  std::printf("\ndraft round parts (device ms, one profiled round):");
+  for (const auto& [name, ms] : gpu->dspark_profile(seq, next))
+    std::printf(" %s %.3f;", name.c_str(), ms);
+  std::printf("\n");
   std::printf(
       "\nround = draft + 6-row verify = %.3f ms: %.1f tok/s at 3.5 accepted + 1 bonus, "
       "%.1f tok/s at 1.7 + 1 (plain decode %.1f tok/s)\n",

@@ -299,6 +299,17 @@ DsparkProposal CudaTransformer::dspark_draft(DeviceSequence& seq, int32_t next,
   return dspark_->draft(seq, next, c, with_logits);
 }
 
+std::vector<std::pair<std::string, double>> CudaTransformer::dspark_profile(DeviceSequence& seq,
+                                                                            int32_t next) const {
+  DSV41_CHECK(dspark_ != nullptr, kUnsupported,
+              "DSpark profile: the model was loaded without the DSpark module");
+  StepProfile p;
+  DsparkDraftContext c{
+      embed_.as<uint16_t>(), head_.get(), mhc_sites_.get(), ws_.get(), stream(), &p};
+  (void)dspark_->draft(seq, next, c, false);  // synchronises the stream
+  return p.totals();
+}
+
 const float* CudaTransformer::device_logits() const { return ws_->logits.as<float>(); }
 
 std::vector<std::pair<std::string, double>> CudaTransformer::profile(

@@ -130,6 +130,10 @@ class CudaTransformer {
   // vocabulary, kInternal for a poisoned sequence.
   bool has_dspark() const { return dspark_ != nullptr; }
   DsparkProposal dspark_draft(DeviceSequence& seq, int32_t next, bool with_logits = false) const;
+  // One round like dspark_draft with the device time of its parts (stages' attention and MoE
+  // summed over the stages, collapse + norm + head, the Markov chain), in ms (benchmarks).
+  std::vector<std::pair<std::string, double>> dspark_profile(DeviceSequence& seq,
+                                                             int32_t next) const;
   // DeviceSequence::rollback / clone on stream().
   void rollback(DeviceSequence& seq, int64_t n) const { seq.rollback(n, stream()); }
   DeviceSequence clone(const DeviceSequence& seq, int64_t max_context) const;

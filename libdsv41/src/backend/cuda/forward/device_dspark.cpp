@@ -153,6 +153,7 @@ DsparkProposal DeviceDspark::draft(const DeviceSequence& seq, int32_t next,
   float* xn = ws.xn.as<float>();
   float* y = ws.y.as<float>();
   check_launch(kernels::embed_rows(ids, c.embed, H, K, hc_, D, V, s), -1, "DSpark embed_rows");
+  if (c.profile != nullptr) c.profile->mark("start", s);
   const float* pre = ws.pre_init.as<float>();
   float* pre_a = ws.pre_a.as<float>();
   float* post_a = ws.post_a.as<float>();
@@ -169,9 +170,11 @@ DsparkProposal DeviceDspark::draft(const DeviceSequence& seq, int32_t next,
     sites.site(pending ? &ffn_out : nullptr, H, st.sites.attn_site(), pre, {pre_a, post_a, comb_a},
                xn, K, s, layer, "DSpark hc_site attn");
     st.attn.forward_block(xn, K, pos0, seq.dspark[i], ws, y, s);
+    profile_mark(c.profile, "dspark stage mhc+attn", s);
     sites.site(&attn_out, Hmid, st.sites.ffn_site(), pre_a, {pre_f, post_f, comb_f}, xn, K, s,
                layer, "DSpark hc_site ffn");
     st.ffn.forward(xn, K, nullptr, ws, y, s);
+    profile_mark(c.profile, "dspark stage mhc+moe", s);
     pending = true;
     pre = pre_f;
   }
@@ -183,6 +186,7 @@ DsparkProposal DeviceDspark::draft(const DeviceSequence& seq, int32_t next,
   check_launch(kernels::rms_norm(h, norm_.as<float>(), x, K, D, eps_, s), -1, "DSpark norm");
   float* U = ws.logits.as<float>();
   c.head->gemv(x, K, U, s);
+  profile_mark(c.profile, "dspark collapse+norm+head", s);
   // The Markov chain, serially on the device: id_{k+1} = argmax U_k + M_h · M_e[id_k].
   int32_t* chain = ids_.as<int32_t>();
   float* e = e_.as<float>();
@@ -197,6 +201,7 @@ DsparkProposal DeviceDspark::draft(const DeviceSequence& seq, int32_t next,
                                     R, k, chain, conf_.as<float>(), s),
         -1, "dspark_markov_step");
   }
+  profile_mark(c.profile, "dspark markov chain", s);
   uint8_t* out = stage_out_->as<uint8_t>();
   check_launch(cudaMemcpyAsync(out, chain + 1, K * 4, cudaMemcpyDeviceToHost, s), -1,
                "DSpark draft ids download");

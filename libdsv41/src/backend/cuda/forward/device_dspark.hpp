@@ -21,6 +21,7 @@
 #include "backend/cuda/forward/device_sequence.hpp"
 #include "backend/cuda/forward/forward_workspace.hpp"
 #include "backend/cuda/forward/mhc_sites.hpp"
+#include "backend/cuda/forward/step_profile.hpp"
 #include "backend/cuda/pinned_buffer.hpp"
 
 namespace dsv41 {
@@ -38,6 +39,8 @@ struct DsparkDraftContext {
   MhcSites* sites = nullptr;
   ForwardWorkspace* ws = nullptr;
   cudaStream_t stream = nullptr;
+  StepProfile* profile = nullptr;  // optional: marks "dspark stage attn", "... moe", "... head",
+                                   // "... markov" (benchmarks)
 };
 
 class DeviceDspark {
