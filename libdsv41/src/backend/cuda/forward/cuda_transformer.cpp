@@ -24,7 +24,6 @@
 #include "dsv41k/engram.hpp"
 #include "dsv41k/launchers.hpp"
 #include "dsv41k/mhc.hpp"
-#include "model/dspark/dspark_drafter.hpp"
 #include "model/transformer.hpp"
 
 namespace dsv41::cuda {
@@ -284,30 +283,6 @@ void CudaTransformer::enqueue(DeviceSequence& seq, std::span<const int32_t> ids,
     seq.poisoned_ = true;
     throw;
   }
-}
-
-DsparkProposal CudaTransformer::dspark_draft(DeviceSequence& seq, int32_t next,
-                                             bool with_logits) const {
-  DSV41_CHECK(dspark_ != nullptr, kUnsupported,
-              "DSpark draft: the model was loaded without the DSpark module "
-              "(Transformer::load(..., dspark = true))");
-  DSV41_CHECK(!seq.poisoned_, kInternal,
-              "DSpark draft: this sequence was left inconsistent by an earlier CUDA error; start a "
-              "new one");
-  const DsparkDraftContext c{embed_.as<uint16_t>(), head_.get(), mhc_sites_.get(), ws_.get(),
-                             stream()};
-  return dspark_->draft(seq, next, c, with_logits);
-}
-
-std::vector<std::pair<std::string, double>> CudaTransformer::dspark_profile(DeviceSequence& seq,
-                                                                            int32_t next) const {
-  DSV41_CHECK(dspark_ != nullptr, kUnsupported,
-              "DSpark profile: the model was loaded without the DSpark module");
-  StepProfile p;
-  DsparkDraftContext c{
-      embed_.as<uint16_t>(), head_.get(), mhc_sites_.get(), ws_.get(), stream(), &p};
-  (void)dspark_->draft(seq, next, c, false);  // synchronises the stream
-  return p.totals();
 }
 
 const float* CudaTransformer::device_logits() const { return ws_->logits.as<float>(); }
