@@ -22,8 +22,10 @@
 #include "backend/cuda/forward/cuda_transformer.hpp"
 #include "backend/cuda/forward/device_linear.hpp"
 #include "golden/model/golden_case.hpp"
+#include "golden/speculative/dspark_fixture.hpp"
 #include "kernel_check.hpp"
 #include "model/attention/attention_layer.hpp"
+#include "model/dspark/dspark_drafter.hpp"
 #include "model/transformer.hpp"
 #include "parallel/tp_tcp.hpp"
 #include "support/fixtures.hpp"
@@ -257,6 +259,95 @@ TEST_CASE("cuda tp: DeviceLinear uploads on-grid and off-grid slices exactly", "
       }
     }
     require_match(c.what, got, want, tol, 1e-10);
+  }
+}
+
+}  // namespace dsv41::test
+
+namespace dsv41::test {
+namespace {
+
+// One rank's DSpark rounds on the tiny8 DSpark fixture: after prompt1, and after 5 verify rows
+// of which 3 are rolled back.
+struct DraftOut {
+  std::string error;
+  std::vector<DsparkProposal> rounds;
+};
+
+std::vector<DsparkProposal> draft_rounds(const Transformer& cpu,
+                                         const std::vector<int32_t>& prompt) {
+  auto gpu = cuda::CudaTransformer::upload(cpu, options(16));
+  cuda::DeviceSequence seq = gpu->new_sequence(0, 5);
+  (void)gpu->forward(seq, prompt, {}, cuda::CudaTransformer::LogitRows::kLast);
+  std::vector<DsparkProposal> out;
+  out.push_back(gpu->dspark_draft(seq, 17, true));
+  std::vector<int32_t> verify{17};
+  verify.insert(verify.end(), out[0].tokens.begin(), out[0].tokens.begin() + 4);
+  (void)gpu->forward(seq, verify);
+  gpu->rollback(seq, 3);
+  out.push_back(gpu->dspark_draft(seq, 9, true));
+  return out;
+}
+
+DraftOut draft_rank(const std::string& dir, int rank, uint16_t port,
+                    const std::vector<int32_t>& prompt) {
+  DraftOut out;
+  try {
+    Result<std::unique_ptr<parallel::TpComm>> comm =
+        parallel::connect_tp_tcp(tp_test::loopback_params(rank, port), tp_test::test_handshake());
+    if (!comm) {
+      out.error = comm.status().to_string();
+      return out;
+    }
+    std::unique_ptr<Transformer> m = Transformer::load(dir, 1, comm->get(), "", true);
+    out.rounds = draft_rounds(*m, prompt);
+  } catch (const std::exception& e) {
+    out.error = fmt::format("rank {}: {}", rank, e.what());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cuda tp: the tiny8 DSpark module split over two ranks drafts as at world 1",
+          "[kernel][tp][model]") {
+  if (skip_without_gpu()) return;
+  const std::string dir = make_tiny8_dspark();
+  const std::vector<int32_t> prompt = GoldenCase("tiny8").i32("prompt1.input_ids");
+  const uint16_t port = tp_test::free_port();
+  DraftOut r1;
+  std::thread t([&] { r1 = draft_rank(dir, 1, port, prompt); });
+  DraftOut r0 = draft_rank(dir, 0, port, prompt);
+  t.join();
+  INFO(r0.error << " | " << r1.error);
+  REQUIRE(r0.error.empty());
+  REQUIRE(r1.error.empty());
+  std::unique_ptr<Transformer> whole = Transformer::load(dir, 1, nullptr, "", true);
+  const std::vector<DsparkProposal> want = draft_rounds(*whole, prompt);
+  REQUIRE(r0.rounds.size() == want.size());
+  REQUIRE(r1.rounds.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    INFO("round " << i);
+    const DsparkProposal& a = r0.rounds[i];
+    const DsparkProposal& b = r1.rounds[i];
+    // Both ranks hold the same sums (formed in rank order on the host): the same bits.
+    REQUIRE(a.tokens == b.tokens);
+    REQUIRE(a.base_logits == b.base_logits);
+    REQUIRE(a.confidence == b.confidence);
+    // Against world 1: partial sums per rank, fp32 order only (as the logits above).
+    double worst = 0;
+    for (size_t j = 0; j < a.base_logits.size(); ++j)
+      worst = std::max(worst, std::fabs(double(a.base_logits[j]) - want[i].base_logits[j]));
+    double cworst = 0;
+    for (size_t j = 0; j < a.confidence.size(); ++j)
+      cworst = std::max(cworst, std::fabs(double(a.confidence[j]) - want[i].confidence[j]));
+    std::printf(
+        "cuda tp tiny8 dspark round %zu: max |base logits TP2 - TP1| %.3g, confidence %.3g\n", i,
+        worst, cworst);
+    INFO("max |base logits TP2 - TP1| " << worst << ", confidence " << cworst);
+    REQUIRE(worst <= kTpVsWorld1Tol);
+    REQUIRE(cworst <= 1e-4);
+    REQUIRE(a.tokens == want[i].tokens);
   }
 }
 

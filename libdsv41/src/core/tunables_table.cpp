@@ -86,7 +86,7 @@ constexpr TunableSpec kSpecs[] = {
      "0..1 (EngineParams.speculative_confidence; DeepSpec: 0.5)"},
     {"DSV41_SPECULATIVE_METHOD", TunableType::kString, "ngram",
      "server: where speculative drafts come from: ngram (prompt lookup) or dspark (the model's "
-     "mtp.* draft module, loaded for it; CPU or CUDA backend, CUDA at tp.world 1)"},
+     "mtp.* draft module, loaded for it; CPU or CUDA backend, sharded under TP)"},
     {"DSV41_SPECULATIVE_TOKENS", TunableType::kInt, "0",
      "server: drafts verified per decode step (EngineParams.speculative_tokens; 0 = off, 1..15); "
      "same output, fewer forward passes when drafts are accepted"},

@@ -22,10 +22,6 @@ Status ModelParams::validate() const {
   if (tp.world < 1)
     return Status(ErrorCode::kInvalidArgument,
                   "ModelParams.tp.world = " + std::to_string(tp.world) + " must be 1 or 2");
-  if (dspark && backend == "cuda" && tp.world > 1)
-    return Status(ErrorCode::kUnsupported,
-                  "ModelParams.dspark on the CUDA backend runs at tp.world 1 (tp.world = " +
-                      std::to_string(tp.world) + "): under tensor parallelism use the CPU backend");
   if (tp.world > 1) {
     if (Status s = tp_params(tp).validate(); !s.is_ok())
       return Status(s.code(), "ModelParams.tp: " + s.message());
@@ -154,10 +150,6 @@ Result<Model> Model::load(const ModelParams& params) {
         impl->data_comm =
             connect_tp_nccl(*impl->comm, std::chrono::milliseconds(tp.connect_timeout_ms));
     }
-    DSV41_CHECK(!params.dspark || backend == "cpu" || params.tp.world == 1, kUnsupported,
-                "ModelParams.dspark on the CUDA backend runs at tp.world 1 (tp.world = {}, "
-                "DSV41_BACKEND = \"{}\"): under tensor parallelism use the CPU backend",
-                params.tp.world, backend);
     impl->transformer =
         Transformer::load(params.model_dir, static_cast<size_t>(threads), impl->comm.get(),
                           tun.get_string("DSV41_EXL3_PLAN"), params.dspark);

@@ -119,16 +119,8 @@ TEST_CASE("dspark: the draft module loads on request, its tensors checked by nam
     lenient.model_dir = missing.model_dir;
     REQUIRE(Model::load(lenient).is_ok());
   }
-  // Unsupported combinations, refused before loading: DSpark on CUDA ranks (the CPU backend
-  // shards it: tests/tp/test_tp_dspark.cpp; CUDA at world 1: tests/kernel/test_dspark_forward.cpp).
-  ModelParams cuda = plain;
-  cuda.dspark = true;
-  cuda.backend = "cuda";
-  cuda.tp.world = 2;
-  const Status refused = Model::load(cuda).status();
-  REQUIRE(refused.code() == ErrorCode::kUnsupported);
-  REQUIRE_THAT(refused.message(), Catch::Contains("ModelParams.dspark on the CUDA backend runs at "
-                                                  "tp.world 1 (tp.world = 2)"));
+  // Under tensor parallelism DSpark is sharded (CPU: tests/tp/test_tp_dspark.cpp; CUDA ranks:
+  // tests/kernel/test_model_tp.cpp; CUDA at world 1: tests/kernel/test_dspark_forward.cpp).
 }
 
 TEST_CASE("dspark: greedy decoding with DSpark drafts gives the oracle's and plain greedy tokens",

@@ -132,10 +132,6 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
     m->layers_.push_back(std::move(d));
   }
   if (w.dspark) {
-    DSV41_CHECK(!plan.sharded(), kUnsupported,
-                "DSpark on the CUDA backend runs at tensor-parallel world 1 (this rank holds {}); "
-                "the CPU backend shards it",
-                plan.describe());
     m->dspark_ = DeviceDspark::upload(cpu, opts.max_chunk, m->gemv_scratch_.data(),
                                       m->gemv_scratch_.bytes());
     weight_bytes += m->dspark_->device_bytes();

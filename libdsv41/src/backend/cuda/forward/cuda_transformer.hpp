@@ -122,12 +122,13 @@ class CudaTransformer {
   // at device_logits() (row 0) on stream(), not synchronised, for a device-side consumer (the
   // sampler). Earlier chunks synchronise as in forward(). Same checks and poisoning.
   void forward_last(DeviceSequence& seq, std::span<const int32_t> ids) const;
-  // DSpark (spec §6, a model loaded with Transformer::load(..., dspark = true), world 1): every
-  // forward also writes the sequence's context rows of its last positions (DeviceDspark); one
-  // draft round after the pending token `next` at seq.pos() returns the K draft tokens and
-  // confidences (with_logits: also the base logits [K, vocab] and hidden rows [K, hidden]), the
-  // sequence unchanged. kUnsupported without the module, kInvalidArgument for next outside the
-  // vocabulary, kInternal for a poisoned sequence.
+  // DSpark (spec §6, a model loaded with Transformer::load(..., dspark = true)): every forward
+  // also writes the sequence's context rows of its last positions (DeviceDspark); one draft
+  // round after the pending token `next` at seq.pos() returns the K draft tokens and confidences
+  // (with_logits: also the base logits [K, vocab] and hidden rows [K, hidden]), the sequence
+  // unchanged. A tensor-parallel rank drafts with its shard and the ranks' collectives: every
+  // rank must make the same calls. kUnsupported without the module, kInvalidArgument for next
+  // outside the vocabulary, kInternal for a poisoned sequence.
   bool has_dspark() const { return dspark_ != nullptr; }
   DsparkProposal dspark_draft(DeviceSequence& seq, int32_t next, bool with_logits = false) const;
   // One round like dspark_draft with the device time of its parts (stages' attention and MoE
@@ -169,6 +170,8 @@ class CudaTransformer {
   // Tensor parallelism: logits of x [rows, hidden] (normed) over every rank's vocabulary shard
   // into ws.logits [rows, vocab].
   void gather_logits(const float* x, int64_t rows) const;
+  // What a DSpark round borrows (device_dspark.hpp), with an optional profile.
+  struct DsparkDraftContext dspark_context(class StepProfile* profile) const;
 
   const Transformer* cpu_ = nullptr;
   CudaForwardOptions opts_;

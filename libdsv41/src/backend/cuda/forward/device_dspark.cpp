@@ -170,10 +170,12 @@ DsparkProposal DeviceDspark::draft(const DeviceSequence& seq, int32_t next,
     sites.site(pending ? &ffn_out : nullptr, H, st.sites.attn_site(), pre, {pre_a, post_a, comb_a},
                xn, K, s, layer, "DSpark hc_site attn");
     st.attn.forward_block(xn, K, pos0, seq.dspark[i], ws, y, s);
+    if (c.all_reduce) c.all_reduce(y, K * D, "dspark attention");  // partial sums over heads
     profile_mark(c.profile, "dspark stage mhc+attn", s);
     sites.site(&attn_out, Hmid, st.sites.ffn_site(), pre_a, {pre_f, post_f, comb_f}, xn, K, s,
                layer, "DSpark hc_site ffn");
     st.ffn.forward(xn, K, nullptr, ws, y, s);
+    if (c.all_reduce) c.all_reduce(y, K * D, "dspark ffn");  // routed + shared partial sums
     profile_mark(c.profile, "dspark stage mhc+moe", s);
     pending = true;
     pre = pre_f;
@@ -185,7 +187,7 @@ DsparkProposal DeviceDspark::draft(const DeviceSequence& seq, int32_t next,
   check_launch(kernels::hc_collapse(H, pre, h, K, hc_, D, s), -1, "DSpark hc_collapse");
   check_launch(kernels::rms_norm(h, norm_.as<float>(), x, K, D, eps_, s), -1, "DSpark norm");
   float* U = ws.logits.as<float>();
-  c.head->gemv(x, K, U, s);
+  c.head_logits(x, K);
   profile_mark(c.profile, "dspark collapse+norm+head", s);
   // The Markov chain, serially on the device: id_{k+1} = argmax U_k + M_h · M_e[id_k].
   int32_t* chain = ids_.as<int32_t>();

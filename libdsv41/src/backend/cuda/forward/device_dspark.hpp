@@ -5,12 +5,17 @@
 // the projections and the output projection, DeviceMoe, the mHC sites); the block attention, the
 // feature mean and the Markov step are kernels/dspark. One round queues everything on the step's
 // stream and synchronises once, for the K draft ids and confidences (plus, on request, the base
-// logits and hidden rows). World 1 only (the CUDA forward's TP ranks refuse DSpark at upload).
+// logits and hidden rows; under tensor parallelism also at each host-staged collective). Under
+// tensor parallelism each rank runs its shard of every stage (its
+// heads and output groups, its routed experts, its shared-expert slice: the CPU Transformer's
+// shard), all-reduces the stages' attention and FFN outputs and gathers the base logits, as the
+// CPU drafter does (docs/tp.md "DSpark"); every rank must draft in lockstep.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -31,11 +36,14 @@ struct DsparkProposal;
 
 namespace dsv41::cuda {
 
-// What a draft round borrows from the CudaTransformer: the shared embedding and head, the mHC
-// sites and the step workspace (free between forward calls), the stream.
+// What a draft round borrows from the CudaTransformer: the shared embedding, the head (all
+// vocabulary rows into ws->logits: the rank's head and the gather under tensor parallelism), the
+// ranks' all-reduce (null at world 1), the mHC sites and the step workspace (free between forward
+// calls), the stream.
 struct DsparkDraftContext {
   const uint16_t* embed = nullptr;  // BF16 [vocab, hidden]
-  const DeviceLinear* head = nullptr;
+  std::function<void(const float* x, int64_t rows)> head_logits;
+  std::function<void(float* y, int64_t n, const char* what)> all_reduce;
   MhcSites* sites = nullptr;
   ForwardWorkspace* ws = nullptr;
   cudaStream_t stream = nullptr;
