@@ -128,7 +128,10 @@ struct GemmBf16Row {
 // W [out, in], into y [*, out]. x enters as kParts bf16 parts (1: bf16(x); 2: + bf16(x − hi);
 // 3: + the next 8 bits, i.e. all 24 significant bits of fp32), each multiplied by the exact bf16
 // weights. kBM 64: 8 warps as 2 (rows) × 4 (outputs), 32 × 32 each; kBM 128: 4 × 2, 32 × 64 each
-// (each decoded weight serves twice the rows). Needs in % 32 == 0, x 16-byte aligned, in % 4 == 0.
+// (each decoded weight serves twice the rows). A warp skips the MMAs of its 16-row fragments that
+// lie wholly past `rows`: routed-expert tiles at prefill hold ~32 of 64 rows (2048 tokens × 6 of
+// 384 experts), so up to half the tensor work was padding. Needs in % 32 == 0, x 16-byte aligned,
+// in % 4 == 0.
 template <class Fmt, int kParts, int kBM>
 __device__ __forceinline__ void quant_gemm_block(const float* __restrict__ x,
                                                  const uint8_t* __restrict__ w,
@@ -209,6 +212,7 @@ __device__ __forceinline__ void quant_gemm_block(const float* __restrict__ x,
       }
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
+        if (wm + 16 * i >= rows) continue;  // all padding: warp-uniform, frees the tensor pipe
 #pragma unroll
         for (int p = kParts - 1; p >= 0; --p) {  // smallest part first
           uint32_t a[4];
