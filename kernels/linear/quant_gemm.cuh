@@ -85,20 +85,31 @@ struct GemmFp4Row {
     return {__ldg(reinterpret_cast<const uint2*>(w + row * (in / 2) + k0 / 2)),
             __ldg(scale + row * (in / 32) + k0 / 32)};
   }
-  __device__ __forceinline__ static void store(const Raw& r, __nv_bfloat16* dst) {
-    // nibbles_to_float2 gives e2m1 · 2^-14; 2^14 · 2^(e-127) is applied in two exact steps.
-    const float s = e8m0_to_float(static_cast<uint8_t>(r.s));
+  // nibbles_to_float2 gives e2m1 · 2^-14; the factor 2^14 · 2^(e-127) is one exact product when
+  // it is a normal float (e <= 240: every scale of a real checkpoint), else two (the same values:
+  // every product is a power of two times at most 2 significant bits).
+  template <bool kOneProduct>
+  __device__ __forceinline__ static void decode16(const Raw& r, float s, float (&v)[16]) {
+    const float ss = Fp4Row32::kScalePostMul * s;
     const uint32_t words[2] = {r.c.x, r.c.y};
-    float v[16];
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
 #pragma unroll
       for (int k = 0; k < 4; ++k) {  // nibbles k and k + 4 of the word: columns 8i + k, 8i + k + 4
         const float2 f = Fp4Row32::nibbles_to_float2(words[i] >> (4 * k));
-        v[8 * i + k] = (f.x * Fp4Row32::kScalePostMul) * s;
-        v[8 * i + k + 4] = (f.y * Fp4Row32::kScalePostMul) * s;
+        v[8 * i + k] = kOneProduct ? f.x * ss : (f.x * Fp4Row32::kScalePostMul) * s;
+        v[8 * i + k + 4] = kOneProduct ? f.y * ss : (f.y * Fp4Row32::kScalePostMul) * s;
       }
     }
+  }
+  __device__ __forceinline__ static void store(const Raw& r, __nv_bfloat16* dst) {
+    const uint8_t e = static_cast<uint8_t>(r.s);
+    const float s = e8m0_to_float(e);
+    float v[16];
+    if (e <= 240)
+      decode16<true>(r, s, v);
+    else
+      decode16<false>(r, s, v);
     uint32_t o[8];
 #pragma unroll
     for (int i = 0; i < 8; ++i) o[i] = pack_bf162(v[2 * i], v[2 * i + 1]);
@@ -175,6 +186,13 @@ __device__ __forceinline__ void quant_gemm_block(const float* __restrict__ x,
 #pragma unroll
       for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
 
+  // Rows past `rows` are zero once and never staged again (only the fragments that hold a live
+  // row read them): at ~32 live rows of a 64-row routed tile the x split per step halves.
+  for (int i = tid; i < kParts * kBM * kGemmLd / 8; i += kGemmThreads) {
+    const int p = i / (kBM * kGemmLd / 8), rem = i - p * (kBM * kGemmLd / 8);
+    const int r = rem / (kGemmLd / 8), c = (rem - r * (kGemmLd / 8)) * 8;
+    if (r >= rows) *reinterpret_cast<uint4*>(&xs[p][r][c]) = make_uint4(0u, 0u, 0u, 0u);
+  }
   const int64_t steps = in / kGemmBK;
   fetch(0);
   for (int64_t st = 0; st < steps; ++st) {
@@ -183,6 +201,7 @@ __device__ __forceinline__ void quant_gemm_block(const float* __restrict__ x,
 #pragma unroll
     for (int j = 0; j < kXLoads; ++j) {
       const int idx = tid + j * kGemmThreads, r = idx >> 3, c = (idx & 7) * 4;
+      if (r >= rows) continue;  // zero since the start
       float rest[4] = {xv[j].x, xv[j].y, xv[j].z, xv[j].w};
 #pragma unroll
       for (int p = 0; p < kParts; ++p) {

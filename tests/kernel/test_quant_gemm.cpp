@@ -23,8 +23,10 @@ cudaError_t fp4_gemm(const float* x, const uint8_t* w, const uint8_t* s, float* 
   return kernels::fp4_expert_gemm(x, w, s, y, rows, out, in, X, st);
 }
 
+// big_scales: every 7th FP4 scale byte 241..243 (2^114..2^116), where the decode's factor
+// 2^14 · scale is no longer a normal float and takes two products (quant_gemm.cuh GemmFp4Row).
 template <GemmX X = GemmX::kFp32>
-void run(bool fp4, int64_t out, int64_t in, const std::vector<int>& rows) {
+void run(bool fp4, int64_t out, int64_t in, const std::vector<int>& rows, bool big_scales = false) {
   const uint64_t seed = fresh_seed();
   std::mt19937_64 rng(seed);
   std::vector<uint8_t> w, s;
@@ -33,6 +35,8 @@ void run(bool fp4, int64_t out, int64_t in, const std::vector<int>& rows) {
     w.resize(static_cast<size_t>(out * in / 2));
     for (auto& b : w) b = static_cast<uint8_t>(byte(rng));
     s = random_e8m0(static_cast<size_t>(out * (in / 32)), rng);
+    if (big_scales)
+      for (size_t i = 3; i < s.size(); i += 7) s[i] = static_cast<uint8_t>(241 + i % 3);
   } else {
     w = random_e4m3(static_cast<size_t>(out * in), rng);
     s = random_e8m0(static_cast<size_t>(((out + 31) / 32) * ((in + 31) / 32)), rng);
@@ -61,6 +65,12 @@ TEST_CASE("fp4_expert_gemm matches Linear at tiny shapes", "[kernel][linear][gem
     CAPTURE(out, in);
     run(true, out, in, kRows);
   }
+}
+
+TEST_CASE("fp4_expert_gemm matches Linear with scales past 2^113", "[kernel][linear][gemm]") {
+  if (skip_without_gpu()) return;
+  run(true, 129, 320, kRows, true);
+  run<GemmX::kBf16>(true, 129, 320, kRows, true);
 }
 
 TEST_CASE("quantised GEMMs match Linear at model shapes", "[kernel][linear][gemm]") {
