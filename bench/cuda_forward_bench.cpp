@@ -187,7 +187,9 @@ int run(int argc, char** argv) {
         "  fp4dec=ROWS, fp4decmin=ROWS: steps of fp4decmin..fp4dec rows take the routed FP4\n"
         "  experts' decode tensor-core GEMV where its staged x fits\n"
         "  (CudaForwardOptions::fp4_tc_decode_max_rows 0..8, default 8, 0: never;\n"
-        "  fp4_tc_decode_min_rows 1..8, default 2)\n");
+        "  fp4_tc_decode_min_rows 1..8, default 2)\n"
+        "  bf16gemm=ROWS: steps of ROWS+ rows run the BF16 head on the tensor-core GEMM\n"
+        "  (CudaForwardOptions::head_gemm_min_rows, 2..17, default 5; 17: never)\n");
     return 2;
   }
   const std::string dir = argv[1];
@@ -201,6 +203,7 @@ int run(int argc, char** argv) {
   bool side_streams = true;
   int fp4_tc_min_rows = 5;
   int fp4_tc_decode_max_rows = 8, fp4_tc_decode_min_rows = 2;
+  int head_gemm_min_rows = dsv41::cuda::CudaForwardOptions{}.head_gemm_min_rows;
   for (int i = 6; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("capture=", 0) == 0) {
@@ -215,6 +218,8 @@ int run(int argc, char** argv) {
       fp4_tc_decode_max_rows = std::atoi(a.c_str() + 7);
     } else if (a.rfind("fp4decmin=", 0) == 0) {
       fp4_tc_decode_min_rows = std::atoi(a.c_str() + 10);
+    } else if (a.rfind("bf16gemm=", 0) == 0) {
+      head_gemm_min_rows = std::atoi(a.c_str() + 9);
     } else if (a == "streams=1") {
       side_streams = false;
     } else if (a == "x=fp32" || a == "x=bf16x2" || a == "x=bf16") {
@@ -248,6 +253,7 @@ int run(int argc, char** argv) {
   opts.fp4_tc_min_rows = fp4_tc_min_rows;
   opts.fp4_tc_decode_max_rows = fp4_tc_decode_max_rows;
   opts.fp4_tc_decode_min_rows = fp4_tc_decode_min_rows;
+  opts.head_gemm_min_rows = head_gemm_min_rows;
   opts.max_context =  // the first context also runs a profiled prefill chunk; capture 2 steps
       *std::max_element(contexts.begin(), contexts.end()) + 2 * chunk +
       (repeats + 4) * max_rows * 2 + 2 * capture_rows;

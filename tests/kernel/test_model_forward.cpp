@@ -287,6 +287,11 @@ TEST_CASE("cuda forward: bad inputs are rejected naming what is wrong", "[kernel
   REQUIRE_THROWS_WITH(
       cuda::CudaTransformer::upload(*cpu, bad_dec_min),
       Catch::Contains("CudaForwardOptions.fp4_tc_decode_min_rows = 0 is outside [1, 8]"));
+  cuda::CudaForwardOptions bad_head;
+  bad_head.head_gemm_min_rows = 1;
+  REQUIRE_THROWS_WITH(
+      cuda::CudaTransformer::upload(*cpu, bad_head),
+      Catch::Contains("CudaForwardOptions.head_gemm_min_rows = 1 is outside [2, 17]"));
   cuda::CudaForwardOptions opts;
   opts.max_chunk = 4;
   opts.max_context = 8;

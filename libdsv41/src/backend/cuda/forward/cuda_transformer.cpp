@@ -56,6 +56,8 @@ void CudaForwardOptions::validate() const {
   DSV41_CHECK(fp4_tc_decode_min_rows >= 1 && fp4_tc_decode_min_rows <= 8, kInvalidArgument,
               "CudaForwardOptions.fp4_tc_decode_min_rows = {} is outside [1, 8]",
               fp4_tc_decode_min_rows);
+  DSV41_CHECK(head_gemm_min_rows >= 2 && head_gemm_min_rows <= 17, kInvalidArgument,
+              "CudaForwardOptions.head_gemm_min_rows = {} is outside [2, 17]", head_gemm_min_rows);
 }
 
 CudaTransformer::~CudaTransformer() = default;
@@ -96,6 +98,7 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
   }
   m->norm_ = upload_f32(w.norm);
   m->head_ = std::make_unique<DeviceLinear>(DeviceLinear::upload(w.head, "head.weight"));
+  m->head_->set_gemm_min_rows(opts.head_gemm_min_rows);
   const MoeShape moe = moe_shape(t, t.n_routed_experts, t.num_experts_per_tok);
   m->engram_slot_.assign(t.num_hidden_layers, -1);
   for (size_t i = 0; i < t.engram_layer_ids.size(); ++i)

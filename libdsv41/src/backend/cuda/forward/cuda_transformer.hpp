@@ -63,6 +63,12 @@ struct CudaForwardOptions {
   // (fp4dec=MAX, fp4decmin=MIN).
   int fp4_tc_decode_min_rows = 2;
   int fp4_tc_decode_max_rows = 8;
+  // Fewest rows (2..17; 17: never) of a step whose BF16 head takes the tensor-core GEMM
+  // (bf16_gemm: the 1.32 GB head in ~0.84 ms at any row count) instead of the CUDA-core
+  // dense_gemv (0.47 ms at 2 rows, 1.24 at 6; H100, docs/perf.md "Stop 35"): DSpark's 5-row
+  // draft head and 6-row verify steps take the GEMM. An A/B knob of dsv41_bench_cuda_forward
+  // (bf16gemm=N).
+  int head_gemm_min_rows = 5;
   // A sharded Transformer's collectives run over this TpComm instead of the Transformer's own
   // link (null): TpNccl (takes_device_memory) on device buffers without host staging. Must have
   // the link's rank and world and outlive the CudaTransformer.

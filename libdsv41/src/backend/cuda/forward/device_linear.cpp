@@ -304,7 +304,8 @@ void DeviceLinear::gemv_rows(const float* x, int64_t rows, int64_t r0, int64_t r
   // Prefill pieces: the tensor-core GEMM decodes each weight tile once per 64 rows instead of
   // once per 16 (docs/kernels.md "Quantised GEMM").
   const bool tensor = format_ != WeightFormat::kF32;
-  if (rows > kernels::kGemvMaxRows && tensor && in_ % 32 == 0) {
+  if (rows >= std::min<int64_t>(gemm_min_rows_, kernels::kGemvMaxRows + 1) && tensor &&
+      in_ % 32 == 0) {
     const cudaError_t e =
         format_ == WeightFormat::kFp8Block
             ? kernels::fp8_block_gemm(x, w, sc, y, rows, n, in_, prefill_x_, stream)

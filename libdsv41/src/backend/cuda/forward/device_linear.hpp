@@ -73,6 +73,8 @@ class DeviceLinear {
   // gemm_x.hpp); kFp32 unless the layer sets it (the large projections follow
   // CudaForwardOptions::prefill_x; routing, indexer and head inputs stay fp32-faithful).
   void set_prefill_x(kernels::GemmX x) { prefill_x_ = x; }
+  // Fewest rows that take the tensor-core GEMM (default 17: calls of <= 16 rows take the GEMVs).
+  void set_gemm_min_rows(int rows) { gemm_min_rows_ = rows; }
   kernels::GemmX prefill_x() const { return prefill_x_; }
 
   // Scratch for the tensor-core FP8 GEMV's x split (kernels fp8_block_gemv_tc), shared by every
@@ -97,6 +99,7 @@ class DeviceLinear {
   DeviceBuffer w_, scale_;
   int64_t out_ = 0, in_ = 0, block_rows_ = 32, scale_row_bytes_ = 0;
   kernels::GemmX prefill_x_ = kernels::GemmX::kFp32;
+  int gemm_min_rows_ = kernels::kGemvMaxRows + 1;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
   // Whether an FP8 GEMV of `rows` x [rows, groups·in_] goes to the tensor cores.
