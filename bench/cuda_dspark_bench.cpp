@@ -16,6 +16,7 @@
 
 #include "backend/cuda/cuda_device.hpp"
 #include "backend/cuda/forward/cuda_transformer.hpp"
+#include "bench_main.hpp"
 #include "model/dspark/dspark_drafter.hpp"
 #include "model/transformer.hpp"
 
@@ -123,10 +124,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "dsv41_bench_cuda_dspark: %s\n", e.what());
-    return 1;
-  }
+  return dsv41::bench::guarded_main("dsv41_bench_cuda_dspark", [&] { return run(argc, argv); });
 }

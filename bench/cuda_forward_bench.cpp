@@ -38,6 +38,7 @@
 #include "backend/cuda/forward/cuda_transformer.hpp"
 #include "backend/cuda/forward/device_engram.hpp"
 #include "backend/cuda/forward/forward_workspace.hpp"
+#include "bench_main.hpp"
 #include "device_peak.hpp"
 #include "dsv41k/launchers.hpp"
 #include "model/transformer.hpp"
@@ -408,10 +409,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "dsv41_bench_cuda_forward: %s\n", e.what());
-    return 1;
-  }
+  return dsv41::bench::guarded_main("dsv41_bench_cuda_forward", [&] { return run(argc, argv); });
 }

@@ -19,6 +19,7 @@
 #include "backend/cuda/cuda_stream.hpp"
 #include "backend/cuda/device_buffer.hpp"
 #include "backend/cuda/event_timer.hpp"
+#include "bench_main.hpp"
 #include "device_peak.hpp"
 #include "dsv41k/launchers.hpp"
 #include "graph_timing.hpp"
@@ -187,10 +188,5 @@ int run(int repeats) {
 
 int main(int argc, char** argv) {
   const int repeats = argc > 1 ? std::max(3, std::atoi(argv[1])) : 30;
-  try {
-    return run(repeats);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "dsv41_bench_cuda_linear: %s\n", e.what());
-    return 1;
-  }
+  return dsv41::bench::guarded_main("dsv41_bench_cuda_linear", [&] { return run(repeats); });
 }

@@ -20,6 +20,7 @@
 
 #include "backend/cuda/cuda_device.hpp"
 #include "backend/cuda/vision/device_vision_tower.hpp"
+#include "bench_main.hpp"
 #include "model/transformer.hpp"
 #include "vision/image_patches.hpp"
 #include "vision/vision_tower.hpp"
@@ -130,10 +131,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "dsv41_bench_cuda_vision: %s\n", e.what());
-    return 1;
-  }
+  return dsv41::bench::guarded_main("dsv41_bench_cuda_vision", [&] { return run(argc, argv); });
 }
