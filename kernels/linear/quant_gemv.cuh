@@ -205,27 +205,52 @@ __device__ __forceinline__ void quant_gemv_block(
     }
 #pragma unroll
     for (int sub = 0; sub < Fmt::kSubChunks; ++sub) {
-      float wf[R][16];
+      // The 16 x values of activation row t at this sub-chunk.
+      auto load_x = [&](int t, float(&xv)[16]) {
 #pragma unroll
-      for (int r = 0; r < R; ++r) Fmt::decode(raw[r], sub, wf[r]);
+        for (int q = 0; q < 4; ++q) {
+          const int f = f0 + 4 * sub + q;
+          const float4 v = kStageX ? xs[xl + t * sx4 + 4 * sub + q]
+                                   : __ldg(reinterpret_cast<const float4*>(x) + t * xs4 + f);
+          xv[4 * q + 0] = v.x;
+          xv[4 * q + 1] = v.y;
+          xv[4 * q + 2] = v.z;
+          xv[4 * q + 3] = v.w;
+        }
+      };
+      if constexpr (T == 2 && R >= 4) {
+        // Both x rows held (32 registers) and one weight row decoded at a time: R decoded rows
+        // at once (R · 16 registers) spilled this instance (ptxas sm_90 60 bytes for the RoPE
+        // multi-job kernel; sm_121 40-56). The same dot16 and fmaf per (t, r): the same bits.
+        float xv[2][16];
+        load_x(0, xv[0]);
+        if (rows > 1) load_x(1, xv[1]);
 #pragma unroll
-      for (int t = 0; t < T; ++t) {
-        if (t < rows) {
-          float xv[16];
+        for (int r = 0; r < R; ++r) {
+          float wf[16];
+          Fmt::decode(raw[r], sub, wf);
 #pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            const int f = f0 + 4 * sub + q;
-            const float4 v = kStageX ? xs[xl + t * sx4 + 4 * sub + q]
-                                     : __ldg(reinterpret_cast<const float4*>(x) + t * xs4 + f);
-            xv[4 * q + 0] = v.x;
-            xv[4 * q + 1] = v.y;
-            xv[4 * q + 2] = v.z;
-            xv[4 * q + 3] = v.w;
+          for (int t = 0; t < 2; ++t) {
+            if (t < rows) {
+              const float p = dot16(wf, xv[t]) * Fmt::kScalePostMul;
+              acc[t][r] = fmaf(p, s[r], acc[t][r]);
+            }
           }
+        }
+      } else {
+        float wf[R][16];
 #pragma unroll
-          for (int r = 0; r < R; ++r) {
-            const float p = dot16(wf[r], xv) * Fmt::kScalePostMul;
-            acc[t][r] = fmaf(p, s[r], acc[t][r]);
+        for (int r = 0; r < R; ++r) Fmt::decode(raw[r], sub, wf[r]);
+#pragma unroll
+        for (int t = 0; t < T; ++t) {
+          if (t < rows) {
+            float xv[16];
+            load_x(t, xv);
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+              const float p = dot16(wf[r], xv) * Fmt::kScalePostMul;
+              acc[t][r] = fmaf(p, s[r], acc[t][r]);
+            }
           }
         }
       }
