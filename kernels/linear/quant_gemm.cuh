@@ -142,13 +142,15 @@ struct GemmBf16Row {
 // (each decoded weight serves twice the rows). A warp skips the MMAs of its 16-row fragments that
 // lie wholly past `rows`: routed-expert tiles at prefill hold ~32 of 64 rows (2048 tokens × 6 of
 // 384 experts), so up to half the tensor work was padding. Needs in % 32 == 0, x 16-byte aligned,
-// in % 4 == 0.
+// in % 4 == 0. The block walks k steps [st_begin, st_end) of kGemmBK (all in / kGemmBK of them
+// unless a split-K launch gives it a range; its y is then that split's partial sum).
 template <class Fmt, int kParts, int kBM>
 __device__ __forceinline__ void quant_gemm_block(const float* __restrict__ x,
                                                  const uint8_t* __restrict__ w,
                                                  const uint8_t* __restrict__ scale,
                                                  float* __restrict__ y, int rows, int64_t out,
-                                                 int64_t in, int64_t n0) {
+                                                 int64_t in, int64_t n0, int64_t st_begin,
+                                                 int64_t st_end) {
   static_assert(kParts >= 1 && kParts <= 3 && (kBM == 64 || kBM == 128));
   constexpr int kWarpsN = 8 / (kBM / 32), kWN = kGemmBN / kWarpsN, kNJ = kWN / 8;
   constexpr int kXLoads = kBM * kGemmBK / 4 / kGemmThreads;  // float4s of x per thread and step
@@ -193,9 +195,8 @@ __device__ __forceinline__ void quant_gemm_block(const float* __restrict__ x,
     const int r = rem / (kGemmLd / 8), c = (rem - r * (kGemmLd / 8)) * 8;
     if (r >= rows) *reinterpret_cast<uint4*>(&xs[p][r][c]) = make_uint4(0u, 0u, 0u, 0u);
   }
-  const int64_t steps = in / kGemmBK;
-  fetch(0);
-  for (int64_t st = 0; st < steps; ++st) {
+  fetch(st_begin * kGemmBK);
+  for (int64_t st = st_begin; st < st_end; ++st) {
     __syncthreads();  // the previous step's fragments are read
     Fmt::store(wraw, &ws[wr][wk]);
 #pragma unroll
@@ -216,7 +217,7 @@ __device__ __forceinline__ void quant_gemm_block(const float* __restrict__ x,
       }
     }
     __syncthreads();
-    if (st + 1 < steps) fetch((st + 1) * kGemmBK);  // in flight during the MMAs
+    if (st + 1 < st_end) fetch((st + 1) * kGemmBK);  // in flight during the MMAs
 #pragma unroll
     for (int kk = 0; kk < kGemmBK; kk += 16) {
       uint32_t b[kNJ][2];

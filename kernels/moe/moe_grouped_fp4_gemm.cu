@@ -20,7 +20,7 @@ __global__ void __launch_bounds__(detail::kGemmThreads, 3)
   if (rows <= 0) return;  // uniform over the block
   detail::quant_gemm_block<detail::GemmFp4Row, kParts, kMoeGemmTileRows>(
       x + static_cast<int64_t>(d.x_row) * in, d.w, d.scale, y + static_cast<int64_t>(d.y_row) * out,
-      rows, out, in, static_cast<int64_t>(blockIdx.x) * detail::kGemmBN);
+      rows, out, in, static_cast<int64_t>(blockIdx.x) * detail::kGemmBN, 0, in / detail::kGemmBK);
 }
 
 }  // namespace

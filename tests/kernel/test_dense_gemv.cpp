@@ -27,10 +27,11 @@ const std::vector<int> kGemvRows = {1, 2, 7, 8, 16};
 const std::vector<int> kGemmRows = {17, 63, 64, 65, 130};
 
 // gemm: bf16_gemm (f must be kBF16) instead of dense_gemv, x entering as `xp` (the reference runs
-// on the same rounded x: gemv_reference.hpp bf16_parts).
+// on the same rounded x: gemv_reference.hpp bf16_parts); split: with a workspace for every k range
+// gemm_k_splits asks for (64 MiB budget).
 void run_dense(DenseWeight f, int64_t out, int64_t in,
                const std::vector<int>& row_counts = kGemvRows, bool gemm = false,
-               kernels::GemmX xp = kernels::GemmX::kFp32) {
+               kernels::GemmX xp = kernels::GemmX::kFp32, bool split = false) {
   const uint64_t seed = fresh_seed();
   std::mt19937_64 rng(seed);
   const std::vector<float> wf = random_normal(static_cast<size_t>(out * in), rng);
@@ -75,18 +76,21 @@ void run_dense(DenseWeight f, int64_t out, int64_t in,
     cuda::DeviceBuffer dx(x.size() * 4), dy(want.size() * 4);
     dx.upload(std::span<const float>(x));
     dy.fill_bytes(0xFF);  // NaN: an unwritten output fails the comparison
+    const int splits = split ? kernels::gemm_k_splits(rows, out, in, size_t{64} << 20) : 1;
+    cuda::DeviceBuffer ws(splits > 1 ? static_cast<size_t>(splits) * rows * out * 4 : 16);
     if (gemm)
       DSV41_CUDA_CHECK(kernels::bf16_gemm(dx.as<float>(), dw.data(), dy.as<float>(), rows, out, in,
-                                          xp, stream.get()));
+                                          xp, split ? ws.data() : nullptr, split ? ws.bytes() : 0,
+                                          stream.get()));
     else
       DSV41_CUDA_CHECK(kernels::dense_gemv(dx.as<float>(), dw.data(), f, dy.as<float>(), rows, out,
                                            in, stream.get()));
     stream.synchronize();
     std::vector<float> got(want.size());
     dy.download(std::span<float>(got));
-    require_match(fmt::format("dense {} {} out {} in {} rows {} x parts {} seed {:#x}",
+    require_match(fmt::format("dense {} {} out {} in {} rows {} x parts {} k splits {} seed {:#x}",
                               gemm ? "gemm" : "gemv", f == DenseWeight::kBF16 ? "bf16" : "f32", out,
-                              in, rows, static_cast<int>(xp), seed),
+                              in, rows, static_cast<int>(xp), splits, seed),
                   got, want, tol, kGemvMaxNmse);
   }
 }
@@ -134,11 +138,21 @@ TEST_CASE("bf16_gemm matches Linear at tiny and model shapes", "[kernel][linear]
   }
 }
 
+TEST_CASE("bf16_gemm split over k matches Linear", "[kernel][linear][gemm]") {
+  if (skip_without_gpu()) return;
+  const auto fp32 = kernels::GemmX::kFp32;
+  // ffn.gate: 3 blocks at 17 and 64 rows (20 ranges: its 160 k steps / 8), 27 at 520 rows (10).
+  run_dense(DenseWeight::kBF16, 384, 5120, {17, 64, 520}, true, fp32, true);
+  run_dense(DenseWeight::kBF16, 512, 5120, {130}, true, fp32, true);  // compressor.wkv
+  run_dense(DenseWeight::kBF16, 129, 4096, kGemmRows, true, kernels::GemmX::kBf16, true);
+}
+
 TEST_CASE("bf16_gemm rejects unsupported arguments", "[kernel][linear][gemm]") {
   if (skip_without_gpu()) return;
   cuda::DeviceBuffer x(64 * 4 * 70), w(64 * 64 * 2), y(64 * 4 * 70);
   const auto call = [&](const float* xp, const void* wp, int64_t rows, int64_t in) {
-    return kernels::bf16_gemm(xp, wp, y.as<float>(), rows, 64, in, kernels::GemmX::kFp32, nullptr);
+    return kernels::bf16_gemm(xp, wp, y.as<float>(), rows, 64, in, kernels::GemmX::kFp32, nullptr,
+                              0, nullptr);
   };
   CHECK(call(x.as<float>(), w.data(), 17, 48) == cudaErrorInvalidValue);  // in % 32
   CHECK(call(x.as<float>(), w.data(), 17, 0) == cudaErrorInvalidValue);
@@ -147,10 +161,15 @@ TEST_CASE("bf16_gemm rejects unsupported arguments", "[kernel][linear][gemm]") {
   CHECK(call(x.as<float>(), nullptr, 17, 64) == cudaErrorInvalidValue);
   CHECK(call(x.as<float>(), w.data(), -1, 64) == cudaErrorInvalidValue);
   CHECK(kernels::bf16_gemm(x.as<float>(), w.data(), x.as<float>(), 17, 64, 64,
-                           kernels::GemmX::kFp32, nullptr) == cudaErrorInvalidValue);  // aliasing
+                           kernels::GemmX::kFp32, nullptr, 0,
+                           nullptr) == cudaErrorInvalidValue);  // aliasing
   CHECK(kernels::bf16_gemm(x.as<float>(), w.data(), y.as<float>(), 17, 64, 64,
-                           static_cast<kernels::GemmX>(0), nullptr) == cudaErrorInvalidValue);
-  CHECK(call(x.as<float>(), w.data(), 0, 64) == cudaSuccess);  // nothing to do
+                           static_cast<kernels::GemmX>(0), nullptr, 0,
+                           nullptr) == cudaErrorInvalidValue);
+  CHECK(kernels::bf16_gemm(x.as<float>(), w.data(), y.as<float>(), 17, 64, 64,
+                           kernels::GemmX::kFp32, nullptr, 64,
+                           nullptr) == cudaErrorInvalidValue);  // workspace bytes, no buffer
+  CHECK(call(x.as<float>(), w.data(), 0, 64) == cudaSuccess);   // nothing to do
   CHECK(call(x.as<float>(), w.data(), 70, 64) == cudaSuccess);
   CHECK(cudaDeviceSynchronize() == cudaSuccess);
 }

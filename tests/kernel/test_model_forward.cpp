@@ -175,6 +175,35 @@ TEST_CASE("cuda forward: tiny8 logits and greedy continuation match the CPU and 
   }
 }
 
+// CudaForwardOptions::gemm_min_rows / moe_gemm_min_rows at 4097: steps of 17+ rows run every
+// projection and the routed experts on the GEMVs 16 rows at a time (the grouped wo_a in pieces,
+// routed descriptors of 16-row tiles) instead of the GEMMs.
+TEST_CASE("cuda forward: prompts on the GEMVs in 16-row pieces match the oracle",
+          "[kernel][model]") {
+  if (skip_without_gpu()) return;
+  const std::string dir = fixture("golden/tiny8");
+  Golden g{SafetensorsFile::open(dir + "/golden.safetensors")};
+  std::unique_ptr<Transformer> cpu = Transformer::load(dir, 0);
+  const int64_t V = cpu->config().text.vocab_size;
+  cuda::CudaForwardOptions opts;
+  opts.max_chunk = 64;
+  opts.max_context = 1024;
+  opts.gemm_min_rows = 4097;
+  opts.moe_gemm_min_rows = 4097;
+  std::unique_ptr<cuda::CudaTransformer> gpu = cuda::CudaTransformer::upload(*cpu, opts);
+  for (int p = 0; p < 3; ++p) {
+    const std::string n = "prompt" + std::to_string(p);
+    const std::vector<int32_t> ids = g.i32(n + ".input_ids");
+    const std::vector<int64_t> one{static_cast<int64_t>(ids.size())};
+    const std::vector<float> got = run_cuda(*gpu, ids, one);
+    require_logits(n + " GEMV pieces cuda vs cpu", got, run_cpu(*cpu, ids, one), V, kCudaVsCpuTol);
+    require_logits(n + " GEMV pieces cuda vs oracle", got, g.f32(n + ".logits"), V, kOracleTol);
+  }
+  const std::vector<int32_t> prompt1 = g.i32("prompt1.input_ids");
+  require_logits("GEMV pieces chunked 7+13+17 cuda vs oracle", run_cuda(*gpu, prompt1, {7, 13, 17}),
+                 g.f32("chunked.plan1.logits"), V, kOracleTol);
+}
+
 TEST_CASE("cuda forward: tiny40 logits vs the CPU backend", "[kernel][model]") {
   if (skip_without_gpu()) return;
   const std::string dir = fixture("golden/tiny40");
@@ -292,6 +321,16 @@ TEST_CASE("cuda forward: bad inputs are rejected naming what is wrong", "[kernel
   REQUIRE_THROWS_WITH(
       cuda::CudaTransformer::upload(*cpu, bad_head),
       Catch::Contains("CudaForwardOptions.head_gemm_min_rows = 1 is outside [2, 17]"));
+  cuda::CudaForwardOptions bad_gemm;
+  bad_gemm.gemm_min_rows = 16;
+  REQUIRE_THROWS_WITH(
+      cuda::CudaTransformer::upload(*cpu, bad_gemm),
+      Catch::Contains("CudaForwardOptions.gemm_min_rows = 16 is outside [17, 4097]"));
+  cuda::CudaForwardOptions bad_moe_gemm;
+  bad_moe_gemm.moe_gemm_min_rows = 4098;
+  REQUIRE_THROWS_WITH(
+      cuda::CudaTransformer::upload(*cpu, bad_moe_gemm),
+      Catch::Contains("CudaForwardOptions.moe_gemm_min_rows = 4098 is outside [17, 4097]"));
   cuda::CudaForwardOptions opts;
   opts.max_chunk = 4;
   opts.max_context = 8;

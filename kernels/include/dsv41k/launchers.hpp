@@ -92,11 +92,21 @@ cudaError_t fp4_expert_gemv(const float* x, const uint8_t* w, const uint8_t* sca
 // The same two products for many rows (prefill chunks): tensor-core GEMM (mma.sync bf16, fp32
 // accumulate; linear/quant_gemm.cuh). Weights decode exactly to bf16; x enters as `xp` says.
 // Any rows >= 0 (<= 65535·64), in % 32 == 0, x and w 16-byte aligned, y not aliasing x, xp one of
-// the three values.
+// the three values. workspace (16-byte aligned, may be null with bytes 0): where a small grid
+// splits k (gemm_k_splits), the splits' partial sums, summed into y by a second launch in split
+// order; it may overlap neither x nor y.
 cudaError_t fp8_block_gemm(const float* x, const uint8_t* w, const uint8_t* scale, float* y,
-                           int64_t rows, int64_t out, int64_t in, GemmX xp, cudaStream_t stream);
+                           int64_t rows, int64_t out, int64_t in, GemmX xp, void* workspace,
+                           size_t workspace_bytes, cudaStream_t stream);
 cudaError_t fp4_expert_gemm(const float* x, const uint8_t* w, const uint8_t* scale, float* y,
-                            int64_t rows, int64_t out, int64_t in, GemmX xp, cudaStream_t stream);
+                            int64_t rows, int64_t out, int64_t in, GemmX xp, void* workspace,
+                            size_t workspace_bytes, cudaStream_t stream);
+// How many k ranges the GEMMs above (and bf16_gemm) split a [rows, in] x [out, in] product into
+// with workspace_bytes of partials (1: no split). Grids of >= 264 blocks (128 weight rows x 64 or
+// 128 x rows each) keep 1; smaller ones split so the grid reaches ~264 blocks, each range >= 8
+// k steps of 32, at most 64 ranges and as many [rows, out] fp32 partials as the workspace holds.
+// The result depends only on the arguments, so a given shape always sums in the same order.
+int gemm_k_splits(int64_t rows, int64_t out, int64_t in, size_t workspace_bytes);
 
 // Storage of a dense (unquantised) weight.
 enum class DenseWeight : int { kF32 = 0, kBF16 = 1 };
@@ -108,9 +118,11 @@ cudaError_t dense_gemv(const float* x, const void* w, DenseWeight format, float*
                        int64_t out, int64_t in, cudaStream_t stream);
 
 // The BF16 product for many rows on the same tensor-core GEMM (the weight is already bf16).
-// Any rows >= 0 (<= 65535·64), in % 32 == 0, x and w 16-byte aligned, y not aliasing x.
+// Any rows >= 0 (<= 65535·64), in % 32 == 0, x and w 16-byte aligned, y not aliasing x; workspace
+// as fp8_block_gemm.
 cudaError_t bf16_gemm(const float* x, const void* w, float* y, int64_t rows, int64_t out,
-                      int64_t in, GemmX xp, cudaStream_t stream);
+                      int64_t in, GemmX xp, void* workspace, size_t workspace_bytes,
+                      cudaStream_t stream);
 
 // y[r, :] = x[r, :] · (mean(x[r, :]²) + eps)^-1/2 · w (w == nullptr: no weight). x, y [rows, n]
 // fp32, may alias; w [n] fp32. The sum of squares is accumulated in fp64 like the CPU reference

@@ -58,6 +58,10 @@ void CudaForwardOptions::validate() const {
               fp4_tc_decode_min_rows);
   DSV41_CHECK(head_gemm_min_rows >= 2 && head_gemm_min_rows <= 17, kInvalidArgument,
               "CudaForwardOptions.head_gemm_min_rows = {} is outside [2, 17]", head_gemm_min_rows);
+  DSV41_CHECK(gemm_min_rows >= 17 && gemm_min_rows <= 4097, kInvalidArgument,
+              "CudaForwardOptions.gemm_min_rows = {} is outside [17, 4097]", gemm_min_rows);
+  DSV41_CHECK(moe_gemm_min_rows >= 17 && moe_gemm_min_rows <= 4097, kInvalidArgument,
+              "CudaForwardOptions.moe_gemm_min_rows = {} is outside [17, 4097]", moe_gemm_min_rows);
 }
 
 CudaTransformer::~CudaTransformer() = default;
@@ -99,6 +103,8 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
   m->norm_ = upload_f32(w.norm);
   m->head_ = std::make_unique<DeviceLinear>(DeviceLinear::upload(w.head, "head.weight"));
   m->head_->set_gemm_min_rows(opts.head_gemm_min_rows);
+  if (opts.gemm_split_k) m->gemm_ws_ = DeviceBuffer(kGemmSplitBytes);
+  m->head_->set_gemm_workspace(m->gemm_ws_.data(), m->gemm_ws_.bytes());
   const MoeShape moe = moe_shape(t, t.n_routed_experts, t.num_experts_per_tok);
   m->engram_slot_.assign(t.num_hidden_layers, -1);
   for (size_t i = 0; i < t.engram_layer_ids.size(); ++i)
@@ -126,6 +132,10 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
     }
     d->attn.set_prefill_x(opts.prefill_x);
     d->ffn.set_prefill_x(opts.prefill_x);
+    d->attn.set_gemm(opts.gemm_min_rows, m->gemm_ws_.data(), m->gemm_ws_.bytes());
+    d->ffn.set_gemm(opts.gemm_min_rows, opts.moe_gemm_min_rows, m->gemm_ws_.data(),
+                    m->gemm_ws_.bytes());
+    if (d->engram) d->engram->set_gemm(opts.gemm_min_rows, m->gemm_ws_.data(), m->gemm_ws_.bytes());
     if (d->engram) d->engram->set_prefill_x(opts.prefill_x);
     weight_bytes += d->device_bytes();
     if (d->engram) m->report_.engram_table_bytes += d->engram->table_bytes();
@@ -170,7 +180,8 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
   getrusage(RUSAGE_SELF, &ru);
   m->report_.weight_bytes = weight_bytes;
   m->report_.workspace_bytes = m->ws_->device_bytes() + m->gemv_scratch_.bytes() +
-                               m->shared_scratch_.bytes() + m->head_local_.bytes();
+                               m->gemm_ws_.bytes() + m->shared_scratch_.bytes() +
+                               m->head_local_.bytes();
   m->report_.device_used_bytes = total_b - free_b;
   m->report_.host_peak_rss_bytes = static_cast<uint64_t>(ru.ru_maxrss) * 1024;
   m->report_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

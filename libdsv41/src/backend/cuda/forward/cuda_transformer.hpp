@@ -69,6 +69,17 @@ struct CudaForwardOptions {
   // draft head and 6-row verify steps take the GEMM. An A/B knob of dsv41_bench_cuda_forward
   // (bf16gemm=N).
   int head_gemm_min_rows = 5;
+  // Fewest rows (17..4097; 4097: never) of a step whose layer projections (FP8 attention and
+  // shared expert, BF16 router gate, compressor, indexer, Engram) take the tensor-core GEMM;
+  // fewer run the GEMVs 16 rows at a time. moe_gemm_min_rows: the same for the routed experts
+  // (grouped GEMM in 64-row tiles vs the grouped GEMVs in 16-row tiles). A/B knobs of
+  // dsv41_bench_cuda_chunks (gemm=N, moegemm=N).
+  int gemm_min_rows = 17;
+  int moe_gemm_min_rows = 17;
+  // GEMMs whose grid is small (short chunks; narrow outputs such as the router gate) split k over
+  // more blocks (kernels::gemm_k_splits), partials in a 32 MiB workspace. An A/B knob of
+  // dsv41_bench_cuda_chunks (splitk=0).
+  bool gemm_split_k = true;
   // A sharded Transformer's collectives run over this TpComm instead of the Transformer's own
   // link (null): TpNccl (takes_device_memory) on device buffers without host staging. Must have
   // the link's rank and world and outlive the CudaTransformer.
@@ -189,6 +200,8 @@ class CudaTransformer {
   // grouped input is 64 heads × 512 = 32,768 at the released dims).
   static constexpr int64_t kGemvScratchCols = 65536;
   DeviceBuffer gemv_scratch_;
+  DeviceBuffer gemm_ws_;  // split-K partials (CudaForwardOptions::gemm_split_k)
+  static constexpr size_t kGemmSplitBytes = size_t{32} << 20;
   // side_streams: the lanes of every layer's shared expert and of its attention K=V rows and
   // compressor, and their GEMV x splits.
   std::unique_ptr<class SideStream> shared_lane_, attn_lane_;

@@ -34,6 +34,14 @@ void DeviceAttention::set_side_lane(SideStream* lane, void* scratch, size_t byte
   if (lane != nullptr) i_wk_.set_gemv_scratch(scratch, bytes);
 }
 
+void DeviceAttention::set_gemm(int min_rows, void* workspace, size_t bytes) {
+  for (DeviceLinear* lin :
+       {&wq_a_, &wq_b_, &wkv_, &wo_a_, &wo_b_, &c_wkv_, &c_wgate_, &i_wq_b_, &i_wproj_, &i_wk_}) {
+    lin->set_gemm_min_rows(min_rows);
+    lin->set_gemm_workspace(workspace, bytes);
+  }
+}
+
 void DeviceAttention::set_gemv_scratch(void* p, size_t bytes) {
   for (DeviceLinear* lin :
        {&wq_a_, &wq_b_, &wkv_, &wo_a_, &wo_b_, &c_wkv_, &c_wgate_, &i_wq_b_, &i_wproj_, &i_wk_})
@@ -382,8 +390,17 @@ void DeviceAttention::output_projection(const float* o, int64_t T, ForwardWorksp
   float* u = ws.u.as<float>();
   float* zg = ws.zg.as<float>();
   float* z = ws.z.as<float>();
-  // Decode rows: the G groups in one launch (8 launches of 4 MB each ran at ~650 GB/s).
-  const bool grouped = T <= kernels::kGemvMaxRows && wo_a_.gemv_grouped(o, T, G, z, s);
+  // Decode rows: the G groups in one launch (8 launches of 4 MB each ran at ~650 GB/s); longer
+  // steps below the GEMM's row threshold (CudaForwardOptions::gemm_min_rows) 16 rows at a time.
+  // gemv_grouped refuses every chunk or none (format and width), so a refusal is the first one.
+  bool grouped = false;
+  if (!wo_a_.takes_gemm(T)) {
+    grouped = true;
+    for (int64_t t0 = 0; t0 < T && grouped; t0 += kernels::kGemvMaxRows) {
+      const int64_t r = std::min<int64_t>(kernels::kGemvMaxRows, T - t0);
+      grouped = wo_a_.gemv_grouped(o + t0 * H * D, r, G, z + t0 * G * L, s);
+    }
+  }
   for (int64_t g = 0; g < G && !grouped; ++g) {
     if (T == 1 && gin % 4 == 0 && L % 4 == 0) {  // one row: contiguous, 16-byte aligned slices
       wo_a_.gemv_rows(o + g * gin, 1, g * L, (g + 1) * L, z + g * L, s);

@@ -58,6 +58,8 @@ class DeviceAttention {
   void set_prefill_x(kernels::GemmX x);
   // DeviceLinear::set_gemv_scratch on every projection.
   void set_gemv_scratch(void* p, size_t bytes);
+  // DeviceLinear::set_gemm_min_rows and set_gemm_workspace on every projection.
+  void set_gemm(int min_rows, void* workspace, size_t bytes);
   // The window K=V rows and the compressor (steps 2-3a: they need only the projections of xn) on
   // `lane`, beside the query chain (q_norm, wq_b, RoPE), joined before the selection and the
   // attention core; the compressor's index-key GEMV then takes `scratch` (the query chain's

@@ -33,6 +33,10 @@ class DeviceEngram {
   // The GEMM input mode of wkv (6144 -> 25,600) at prefill.
   void set_prefill_x(kernels::GemmX x) { wkv_.set_prefill_x(x); }
   void set_gemv_scratch(void* p, size_t bytes) { wkv_.set_gemv_scratch(p, bytes); }
+  void set_gemm(int min_rows, void* workspace, size_t bytes) {
+    wkv_.set_gemm_min_rows(min_rows);
+    wkv_.set_gemm_workspace(workspace, bytes);
+  }
 
  private:
   int layer_ = -1;

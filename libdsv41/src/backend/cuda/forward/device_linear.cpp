@@ -177,6 +177,10 @@ DeviceLinear DeviceLinear::from_fp8(const uint8_t* w, const uint8_t* scale, int6
   return d;
 }
 
+bool DeviceLinear::takes_gemm(int64_t rows) const {
+  return rows >= gemm_min_rows_ && format_ != WeightFormat::kF32 && in_ % 32 == 0;
+}
+
 bool DeviceLinear::takes_tc(int rows, int groups) const {
   // Below 4 rows the CUDA-core GEMV is faster (H200, µs, CUDA-core / tensor-core: wq_b 1 row
   // 19.4 / 22.7, 2 rows 21.7 / 23.0, 4 rows 40.4 / 23.6, 16 rows 195 / 35; wo_b 1 row 17.7 /
@@ -303,15 +307,15 @@ void DeviceLinear::gemv_rows(const float* x, int64_t rows, int64_t r0, int64_t r
   }
   // Prefill pieces: the tensor-core GEMM decodes each weight tile once per 64 rows instead of
   // once per 16 (docs/kernels.md "Quantised GEMM").
-  const bool tensor = format_ != WeightFormat::kF32;
-  if (rows >= std::min<int64_t>(gemm_min_rows_, kernels::kGemvMaxRows + 1) && tensor &&
-      in_ % 32 == 0) {
+  if (takes_gemm(rows)) {
+    void* ws = gemm_ws_;
+    const size_t wb = gemm_ws_bytes_;
     const cudaError_t e =
         format_ == WeightFormat::kFp8Block
-            ? kernels::fp8_block_gemm(x, w, sc, y, rows, n, in_, prefill_x_, stream)
+            ? kernels::fp8_block_gemm(x, w, sc, y, rows, n, in_, prefill_x_, ws, wb, stream)
         : format_ == WeightFormat::kFp4Row
-            ? kernels::fp4_expert_gemm(x, w, sc, y, rows, n, in_, prefill_x_, stream)
-            : kernels::bf16_gemm(x, w, y, rows, n, in_, prefill_x_, stream);
+            ? kernels::fp4_expert_gemm(x, w, sc, y, rows, n, in_, prefill_x_, ws, wb, stream)
+            : kernels::bf16_gemm(x, w, y, rows, n, in_, prefill_x_, ws, wb, stream);
     if (e != cudaSuccess) {
       const std::string what = fmt::format("{} GEMM ({} rows, [{}, {}))", name_, rows, n, in_);
       check_cuda(e, what.c_str());

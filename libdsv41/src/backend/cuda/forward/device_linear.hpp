@@ -73,8 +73,16 @@ class DeviceLinear {
   // gemm_x.hpp); kFp32 unless the layer sets it (the large projections follow
   // CudaForwardOptions::prefill_x; routing, indexer and head inputs stay fp32-faithful).
   void set_prefill_x(kernels::GemmX x) { prefill_x_ = x; }
-  // Fewest rows that take the tensor-core GEMM (default 17: calls of <= 16 rows take the GEMVs).
+  // Fewest rows that take the tensor-core GEMM (default 17: calls of <= 16 rows take the GEMVs;
+  // above that, fewer rows than this run the GEMVs 16 rows at a time).
   void set_gemm_min_rows(int rows) { gemm_min_rows_ = rows; }
+  bool takes_gemm(int64_t rows) const;
+  // Split-K partials of the GEMM (kernels::gemm_k_splits; null: no split). Shared like the GEMV
+  // scratch: calls on one stream.
+  void set_gemm_workspace(void* p, size_t bytes) {
+    gemm_ws_ = p;
+    gemm_ws_bytes_ = bytes;
+  }
   kernels::GemmX prefill_x() const { return prefill_x_; }
 
   // Scratch for the tensor-core FP8 GEMV's x split (kernels fp8_block_gemv_tc), shared by every
@@ -102,6 +110,8 @@ class DeviceLinear {
   int gemm_min_rows_ = kernels::kGemvMaxRows + 1;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
+  void* gemm_ws_ = nullptr;
+  size_t gemm_ws_bytes_ = 0;
   // Whether an FP8 GEMV of `rows` x [rows, groups·in_] goes to the tensor cores.
   bool takes_tc(int rows, int groups) const;
   // The tensor-core FP8 GEMV of x [rows, groups·in_] when takes_tc(); false: the caller runs the

@@ -38,6 +38,17 @@ void DeviceMoe::set_gemv_scratch(void* p, size_t bytes, int tc_min_rows, int tc_
     lin->set_gemv_scratch(p, bytes);
 }
 
+void DeviceMoe::set_gemm(int dense_min_rows, int routed_min_rows, void* workspace, size_t bytes) {
+  routed_gemm_min_rows_ = routed_min_rows;
+  auto set = [&](DeviceLinear& lin) {
+    lin.set_gemm_min_rows(dense_min_rows);
+    lin.set_gemm_workspace(workspace, bytes);
+  };
+  for (auto* v : {&w1_, &w2_, &w3_})
+    for (DeviceLinear& lin : *v) set(lin);
+  for (DeviceLinear* lin : {&gate_, &shared_w1_, &shared_w2_, &shared_w3_, &shared_w13_}) set(*lin);
+}
+
 void DeviceMoe::set_shared_lane(SideStream* lane, void* scratch, size_t bytes) {
   shared_lane_ = lane;
   if (lane != nullptr)
@@ -214,7 +225,7 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   // Descriptors for this call's T (not the workspace's max_chunk): empty ones still cost a launch
   // slot per block row. Prefill chunks (T > 16) take 64-row tiles and the GEMMs (FP4: tensor-core
   // tiles decoded to bf16; EXL3: each weight decoded once per 64 rows).
-  const bool gemm = T > kernels::kMoeGemvMaxRows;
+  const bool gemm = T >= routed_gemm_min_rows_;
   const int tile = gemm ? kernels::kMoeGemmTileRows : kernels::kMoeGemvMaxRows;
   const int64_t cap = kernels::moe_tile_capacity(T, k, El, tile);
   DSV41_CHECK(cap <= ws.desc_capacity && ws.slots <= 0x7FFFFFFF, kInternal,

@@ -19,6 +19,7 @@
 #include "backend/cuda/forward/forward_workspace.hpp"
 #include "backend/cuda/forward/step_profile.hpp"
 #include "backend/cuda/side_stream.hpp"
+#include "dsv41k/moe.hpp"
 #include "model/moe.hpp"
 
 namespace dsv41::cuda {
@@ -56,6 +57,10 @@ class DeviceMoe {
   // the same scratch.
   void set_gemv_scratch(void* p, size_t bytes, int tc_min_rows = 5, int tc_decode_min_rows = 2,
                         int tc_decode_max_rows = 8);
+  // Steps of routed_min_rows+ rows (>= 17) run the routed experts on the grouped GEMMs, fewer on
+  // the grouped GEMVs in 16-row tiles; the gate, shared and per-expert projections take the GEMM
+  // from dense_min_rows rows, its split-K partials in `workspace` (DeviceLinear::set_gemm_*).
+  void set_gemm(int dense_min_rows, int routed_min_rows, void* workspace, size_t bytes);
   // The shared expert on `lane` (forked when forward() starts, joined before moe_combine), beside
   // the router chain and the routed experts, which share nothing with it but xn; its tensor-core
   // GEMVs then take `scratch` (not the routed experts' one). Null lane: all on the step's stream.
@@ -78,6 +83,7 @@ class DeviceMoe {
   int tc_min_rows_ = 5;         // fewest step rows on moe_grouped_fp4_gemv_tc
   int tc_decode_min_rows_ = 2;  // step rows on moe_grouped_fp4_gemv_tc_decode: min..max
   int tc_decode_max_rows_ = 0;  // (0: none)
+  int routed_gemm_min_rows_ = kernels::kMoeGemvMaxRows + 1;  // steps of more on the GEMMs
   bool has_fp4_ = false;
   // Device arrays of the experts' weight / scale pointers, [E] each (moe_expert_descriptors).
   DeviceBuffer w1_table_, w1_scales_, w3_table_, w3_scales_, w2_table_, w2_scales_;
