@@ -39,7 +39,7 @@ for b in dsv41_bench_cuda_linear dsv41_bench_cuda_exl3 dsv41_bench_cuda_moe dsv4
 done
 # Built for the whole-model benchmarks of docs/perf.md (need a synthetic checkpoint; not run here).
 tools=()
-for b in dsv41_make_synthetic dsv41_bench_session; do
+for b in dsv41_make_synthetic dsv41_bench_session dsv41_bench_cuda_chunks dsv41_bench_cuda_dspark; do
   if grep -q "^$b:" <<<"$all_targets"; then tools+=("$b"); fi
 done
 scripts/gpu-build.sh "${targets[@]}" "${benches[@]}" "${tools[@]}"

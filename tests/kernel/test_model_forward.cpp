@@ -361,21 +361,29 @@ TEST_CASE("cuda forward: the tiny EXL3 (Spark layout) model matches the CPU back
   std::unique_ptr<Transformer> cpu = Transformer::load(tiny.exl3_dir, 0);
   REQUIRE(cpu->expert_bank() != nullptr);
   const int64_t V = cpu->config().text.vocab_size;
-  // max_chunk 32: the 37-token prompt runs as 32 + 5, so the FP4 experts of the same layers take
-  // the prefill GEMM while the EXL3 buckets are cut into 16-row tiles.
+  // max_chunk 32: the 37-token prompt runs as 32 + 5; the 32-row step's routed experts (FP4 and
+  // EXL3 of the same layers) take the grouped GEMMs with moe_gemm_min_rows 17 and the grouped
+  // GEMVs in 16-row tiles with the default (97).
+  Golden g{SafetensorsFile::open(fixture("golden/tiny8") + "/golden.safetensors")};
+  const std::vector<int32_t> prompt1 = g.i32("prompt1.input_ids");
   cuda::CudaForwardOptions opts;
   opts.max_chunk = 32;
   opts.max_context = 1024;
-  std::unique_ptr<cuda::CudaTransformer> gpu = cuda::CudaTransformer::upload(*cpu, opts);
-  REQUIRE(gpu->load_report().exl3_experts == static_cast<int>(tiny.bank_k.size()));
-  Golden g{SafetensorsFile::open(fixture("golden/tiny8") + "/golden.safetensors")};
-  const std::vector<int32_t> prompt1 = g.i32("prompt1.input_ids");
-  for (const std::vector<int64_t>& plan :
-       {std::vector<int64_t>{37}, std::vector<int64_t>{7, 13, 17}, std::vector<int64_t>(37, 1)}) {
-    const std::string what = fmt::format("tiny exl3 prompt1 in {} calls, cuda vs cpu", plan.size());
-    require_logits(what, run_cuda(*gpu, prompt1, plan), run_cpu(*cpu, prompt1, plan), V,
-                   kCudaVsCpuTol);
+  for (int moe_gemm_min_rows : {17, opts.moe_gemm_min_rows}) {
+    cuda::CudaForwardOptions o = opts;
+    o.moe_gemm_min_rows = moe_gemm_min_rows;
+    std::unique_ptr<cuda::CudaTransformer> gpu = cuda::CudaTransformer::upload(*cpu, o);
+    REQUIRE(gpu->load_report().exl3_experts == static_cast<int>(tiny.bank_k.size()));
+    for (const std::vector<int64_t>& plan :
+         {std::vector<int64_t>{37}, std::vector<int64_t>{7, 13, 17}, std::vector<int64_t>(37, 1)}) {
+      const std::string what =
+          fmt::format("tiny exl3 prompt1 in {} calls, moe_gemm_min_rows {}, cuda vs cpu",
+                      plan.size(), moe_gemm_min_rows);
+      require_logits(what, run_cuda(*gpu, prompt1, plan), run_cpu(*cpu, prompt1, plan), V,
+                     kCudaVsCpuTol);
+    }
   }
+  std::unique_ptr<cuda::CudaTransformer> gpu = cuda::CudaTransformer::upload(*cpu, opts);
   const auto [got, want] = greedy_both(*cpu, *gpu, prompt1, V, "tiny exl3");
   for (int i = 0; i < kGreedySteps; ++i) {
     INFO("tiny exl3 greedy step " << i << ": cuda " << got[i] << ", cpu " << want[i]);

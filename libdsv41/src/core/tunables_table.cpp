@@ -16,6 +16,11 @@ constexpr TunableSpec kSpecs[] = {
     {"DSV41_CUDA_MAX_CONTEXT", TunableType::kInt, "65536",
      "CUDA backend: longest sequence (sizes the score workspace; caps "
      "ModelInfo.max_position_embeddings)"},
+    {"DSV41_CUDA_MOE_GEMM_MIN_ROWS", TunableType::kInt, "97",
+     "CUDA backend: fewest rows of a step (17..4097; 4097 = never) whose routed experts take the "
+     "grouped tensor-core GEMM (64-row tiles); shorter steps run the grouped GEMVs in 16-row "
+     "tiles, which read each chosen expert once per tile but wait less (H100: a 64-token chunk "
+     "274 -> 199 ms; from ~100 rows the GEMM wins). GB10's crossover is unmeasured"},
     {"DSV41_CUDA_PDL", TunableType::kBool, "true",
      "CUDA backend: programmatic dependent launch (sm_90+): each kernel of a step starts while "
      "the previous one finishes and streams its weights before waiting for its input; false = "

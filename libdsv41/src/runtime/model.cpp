@@ -171,6 +171,10 @@ Result<Model> Model::load(const ModelParams& params) {
                   prefill_x);
       o.programmatic_launch = tun.get_bool("DSV41_CUDA_PDL");
       o.side_streams = tun.get_bool("DSV41_CUDA_SIDE_STREAMS");
+      const int64_t moe_gemm = tun.get_int("DSV41_CUDA_MOE_GEMM_MIN_ROWS");
+      DSV41_CHECK(moe_gemm >= 17 && moe_gemm <= 4097, kInvalidArgument,
+                  "DSV41_CUDA_MOE_GEMM_MIN_ROWS = {} is outside [17, 4097]", moe_gemm);
+      o.moe_gemm_min_rows = static_cast<int>(moe_gemm);
       o.max_chunk = static_cast<int>(chunk);
       o.max_context = context;
       o.data_comm = impl->data_comm.get();

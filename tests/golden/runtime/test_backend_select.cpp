@@ -99,6 +99,12 @@ TEST_CASE("model: CUDA tunables out of range are rejected naming the variable",
   REQUIRE_THAT(x.status().message(),
                Catch::Contains("DSV41_CUDA_PREFILL_X = \"fp16\" must be \"fp32\", \"bf16x2\" or "
                                "\"bf16\""));
+  ::setenv("DSV41_CUDA_MOE_GEMM_MIN_ROWS", "16", 1);
+  auto m = load_tiny8("cuda");
+  ::unsetenv("DSV41_CUDA_MOE_GEMM_MIN_ROWS");
+  REQUIRE(m.status().code() == ErrorCode::kInvalidArgument);
+  REQUIRE_THAT(m.status().message(),
+               Catch::Contains("DSV41_CUDA_MOE_GEMM_MIN_ROWS = 16 is outside [17, 4097]"));
 }
 
 TEST_CASE("model: DSV41_TP_NCCL with the CPU backend is refused naming both settings",

@@ -71,14 +71,19 @@ struct CudaForwardOptions {
   int head_gemm_min_rows = 5;
   // Fewest rows (17..4097; 4097: never) of a step whose layer projections (FP8 attention and
   // shared expert, BF16 router gate, compressor, indexer, Engram) take the tensor-core GEMM;
-  // fewer run the GEMVs 16 rows at a time. moe_gemm_min_rows: the same for the routed experts
-  // (grouped GEMM in 64-row tiles vs the grouped GEMVs in 16-row tiles). A/B knobs of
-  // dsv41_bench_cuda_chunks (gemm=N, moegemm=N).
+  // fewer run the GEMVs 16 rows at a time. With split-K the GEMM won from 17 rows (H100, context
+  // 1024, chunk of 17 / 64 / 256 rows: 116 / 273 / 469 ms against 119 / 314 / 660 with the GEMVs
+  // up to 256 rows; docs/perf.md "Stop 36"). moe_gemm_min_rows: the same for the routed experts
+  // (grouped GEMM in 64-row tiles vs the grouped GEMVs in 16-row tiles): the GEMVs won up to 96
+  // rows (routed experts of a 64-row chunk 244 -> 167 ms, 96 rows 298 -> 276) and lost from 112
+  // (317 -> 333); DSV41_CUDA_MOE_GEMM_MIN_ROWS. A/B knobs of dsv41_bench_cuda_chunks (gemm=N,
+  // moegemm=N).
   int gemm_min_rows = 17;
-  int moe_gemm_min_rows = 17;
+  int moe_gemm_min_rows = 97;
   // GEMMs whose grid is small (short chunks; narrow outputs such as the router gate) split k over
-  // more blocks (kernels::gemm_k_splits), partials in a 32 MiB workspace. An A/B knob of
-  // dsv41_bench_cuda_chunks (splitk=0).
+  // more blocks (kernels::gemm_k_splits), partials in a 32 MiB workspace: a 17-token chunk 186 ->
+  // 116 ms, 64 tokens 350 -> 273, 512 tokens 602 -> 556 (H100); 2048 unchanged. An A/B knob of
+  // dsv41_bench_cuda_chunks and dsv41_bench_cuda_forward (splitk=0).
   bool gemm_split_k = true;
   // A sharded Transformer's collectives run over this TpComm instead of the Transformer's own
   // link (null): TpNccl (takes_device_memory) on device buffers without host staging. Must have
