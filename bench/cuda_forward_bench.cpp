@@ -38,6 +38,7 @@
 #include "backend/cuda/forward/cuda_transformer.hpp"
 #include "backend/cuda/forward/device_engram.hpp"
 #include "backend/cuda/forward/forward_workspace.hpp"
+#include "bench_inputs.hpp"
 #include "bench_main.hpp"
 #include "device_peak.hpp"
 #include "dsv41k/launchers.hpp"
@@ -45,27 +46,14 @@
 
 namespace {
 
+using dsv41::bench::parse_list;
+using dsv41::bench::random_ids;
 using dsv41::cuda::CudaTransformer;
 using dsv41::cuda::DeviceSequence;
-
-std::vector<int64_t> parse_list(const char* s) {
-  std::vector<int64_t> v;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) v.push_back(std::stoll(item));
-  return v;
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
-}
-
-std::vector<int32_t> random_ids(std::mt19937& rng, int64_t n, int64_t vocab) {
-  std::uniform_int_distribution<int32_t> d(3, static_cast<int32_t>(vocab - 1));
-  std::vector<int32_t> ids(n);
-  for (auto& x : ids) x = d(rng);
-  return ids;
 }
 
 // Prefill seq by `n` tokens in chunks of at most max_chunk (logits left on the device).

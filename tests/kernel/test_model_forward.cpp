@@ -118,6 +118,24 @@ std::pair<std::vector<int32_t>, std::vector<int32_t>> greedy_both(
   return {std::move(got), std::move(want)};
 }
 
+// tiny8's prompts 0-2 in one call each and prompt 1 in 7 + 13 + 17 tokens, against the CPU
+// forward and the oracle; `label` prefixes the failure messages (the options under test).
+void check_tiny8_prompts(const Transformer& cpu, const cuda::CudaTransformer& gpu, const Golden& g,
+                         int64_t V, const std::string& label) {
+  for (int p = 0; p < 3; ++p) {
+    const std::string n = label + "prompt" + std::to_string(p);
+    const std::vector<int32_t> ids = g.i32("prompt" + std::to_string(p) + ".input_ids");
+    const std::vector<int64_t> one{static_cast<int64_t>(ids.size())};
+    const std::vector<float> got = run_cuda(gpu, ids, one);
+    require_logits(n + " cuda vs cpu", got, run_cpu(cpu, ids, one), V, kCudaVsCpuTol);
+    require_logits(n + " cuda vs oracle", got, g.f32("prompt" + std::to_string(p) + ".logits"), V,
+                   kOracleTol);
+  }
+  const std::vector<int32_t> prompt1 = g.i32("prompt1.input_ids");
+  require_logits(label + "chunked 7+13+17 cuda vs oracle", run_cuda(gpu, prompt1, {7, 13, 17}),
+                 g.f32("chunked.plan1.logits"), V, kOracleTol);
+}
+
 }  // namespace
 
 TEST_CASE("cuda forward: tiny8 logits and greedy continuation match the CPU and the oracle",
@@ -143,17 +161,8 @@ TEST_CASE("cuda forward: tiny8 logits and greedy continuation match the CPU and 
   REQUIRE(rep.engram_table_bytes == (990u + 1172u) * 33u);
   REQUIRE(rep.engram_table_bytes < rep.weight_bytes);
 
-  for (int p = 0; p < 3; ++p) {
-    const std::string n = "prompt" + std::to_string(p);
-    const std::vector<int32_t> ids = g.i32(n + ".input_ids");
-    const std::vector<int64_t> one{static_cast<int64_t>(ids.size())};
-    const std::vector<float> got = run_cuda(*gpu, ids, one);
-    require_logits(n + " cuda vs cpu", got, run_cpu(*cpu, ids, one), V, kCudaVsCpuTol);
-    require_logits(n + " cuda vs oracle", got, g.f32(n + ".logits"), V, kOracleTol);
-  }
+  check_tiny8_prompts(*cpu, *gpu, g, V, "");
   const std::vector<int32_t> prompt1 = g.i32("prompt1.input_ids");
-  require_logits("chunked 7+13+17 cuda vs oracle", run_cuda(*gpu, prompt1, {7, 13, 17}),
-                 g.f32("chunked.plan1.logits"), V, kOracleTol);
   const std::vector<int32_t> dec = g.i32("decode.input_ids");
   std::vector<int64_t> steps{37};
   steps.resize(13, 1);
@@ -191,17 +200,7 @@ TEST_CASE("cuda forward: prompts on the GEMVs in 16-row pieces match the oracle"
   opts.gemm_min_rows = 4097;
   opts.moe_gemm_min_rows = 4097;
   std::unique_ptr<cuda::CudaTransformer> gpu = cuda::CudaTransformer::upload(*cpu, opts);
-  for (int p = 0; p < 3; ++p) {
-    const std::string n = "prompt" + std::to_string(p);
-    const std::vector<int32_t> ids = g.i32(n + ".input_ids");
-    const std::vector<int64_t> one{static_cast<int64_t>(ids.size())};
-    const std::vector<float> got = run_cuda(*gpu, ids, one);
-    require_logits(n + " GEMV pieces cuda vs cpu", got, run_cpu(*cpu, ids, one), V, kCudaVsCpuTol);
-    require_logits(n + " GEMV pieces cuda vs oracle", got, g.f32(n + ".logits"), V, kOracleTol);
-  }
-  const std::vector<int32_t> prompt1 = g.i32("prompt1.input_ids");
-  require_logits("GEMV pieces chunked 7+13+17 cuda vs oracle", run_cuda(*gpu, prompt1, {7, 13, 17}),
-                 g.f32("chunked.plan1.logits"), V, kOracleTol);
+  check_tiny8_prompts(*cpu, *gpu, g, V, "GEMV pieces ");
 }
 
 TEST_CASE("cuda forward: tiny40 logits vs the CPU backend", "[kernel][model]") {
