@@ -223,8 +223,9 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   auto* xgu = ws.desc_x_gate_up.as<kernels::MoeGemvDesc>();
   auto* xd = ws.desc_x_down.as<kernels::MoeGemvDesc>();
   // Descriptors for this call's T (not the workspace's max_chunk): empty ones still cost a launch
-  // slot per block row. Prefill chunks (T > 16) take 64-row tiles and the GEMMs (FP4: tensor-core
-  // tiles decoded to bf16; EXL3: each weight decoded once per 64 rows).
+  // slot per block row. Steps of moe_gemm_min_rows+ rows (default 97) take 64-row tiles and the
+  // GEMMs (FP4: tensor-core tiles decoded to bf16; EXL3: each weight decoded once per 64 rows),
+  // shorter ones 16-row tiles and the GEMVs.
   const bool gemm = T >= routed_gemm_min_rows_;
   const int tile = gemm ? kernels::kMoeGemmTileRows : kernels::kMoeGemvMaxRows;
   const int64_t cap = kernels::moe_tile_capacity(T, k, El, tile);
