@@ -137,9 +137,14 @@ int gemm_k_splits(int64_t rows, int64_t out, int64_t in, size_t workspace_bytes)
   if (blocks >= kSplitTargetBlocks) return 1;
   const int64_t slice = rows * out * 4;  // bytes of one split's partial y
   const int64_t by_grid = (kSplitTargetBlocks + blocks - 1) / blocks;
-  const int64_t by_steps = (in / detail::kGemmBK) / kSplitMinSteps;
+  const int64_t by_steps = in / detail::kGemmBK / kSplitMinSteps;
   const int64_t by_bytes = static_cast<int64_t>(workspace_bytes / static_cast<size_t>(slice));
-  const int64_t s = std::min({by_grid, by_steps, by_bytes, kMaxSplits});
+  int64_t s = std::min({by_grid, by_steps, by_bytes, kMaxSplits});
+  // quant_gemm_kernel gives split z the steps [z · per, (z + 1) · per), per = ceil(steps / s):
+  // fewer splits until the last one starts inside k (160 steps in 17 splits of 10 would leave
+  // the 17th none, and its prologue would load one step past the end of the rows).
+  const int64_t steps = in / detail::kGemmBK;
+  while (s > 1 && (s - 1) * ((steps + s - 1) / s) >= steps) --s;
   return s > 1 ? static_cast<int>(s) : 1;
 }
 

@@ -126,6 +126,20 @@ TEST_CASE("gemm_k_splits splits only small grids with long k", "[kernel][linear]
   CHECK(kernels::gemm_k_splits(64, 5120, 8192, 3 * 64 * 5120 * 4) == 3);  // bytes for 3
   CHECK(kernels::gemm_k_splits(64, 5120, 8192, 0) == 1);
   CHECK(kernels::gemm_k_splits(1, 1, 1 << 20, kSplitBudget) == 64);  // capped
+  // 16 blocks ask for 17 ranges, but 17 of ceil(160 / 17) = 10 steps would leave the last one
+  // empty (its prologue would load past the end of k): 16.
+  CHECK(kernels::gemm_k_splits(64, 2048, 5120, kSplitBudget) == 16);
+  // Every range of the kernel's partition (per = ceil(steps / s)) holds >= 8 steps.
+  for (int64_t rows : {1, 17, 64, 65, 200, 2048})
+    for (int64_t out : {1, 129, 1000, 2048, 5120})
+      for (int64_t in = 32; in <= 8192; in += 32) {
+        const int s = kernels::gemm_k_splits(rows, out, in, kSplitBudget);
+        const int64_t steps = in / 32, per = (steps + s - 1) / s;
+        INFO("rows " << rows << " out " << out << " in " << in << ": " << s << " ranges");
+        REQUIRE(s >= 1);
+        if (s > 1) REQUIRE((s - 1) * per < steps);
+        if (s > 1) REQUIRE(per >= 8);
+      }
 }
 
 TEST_CASE("quantised GEMMs split over k match Linear", "[kernel][linear][gemm]") {
