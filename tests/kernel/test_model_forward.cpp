@@ -297,39 +297,27 @@ TEST_CASE("cuda forward: side streams change no bits", "[kernel][model]") {
 TEST_CASE("cuda forward: bad inputs are rejected naming what is wrong", "[kernel][model]") {
   if (skip_without_gpu()) return;
   std::unique_ptr<Transformer> cpu = Transformer::load(fixture("golden/tiny8"), 0);
-  cuda::CudaForwardOptions bad;
-  bad.max_chunk = 0;
-  REQUIRE_THROWS_WITH(cuda::CudaTransformer::upload(*cpu, bad),
-                      Catch::Contains("CudaForwardOptions.max_chunk = 0"));
-  cuda::CudaForwardOptions bad_tc;
-  bad_tc.fp4_tc_min_rows = 0;
-  REQUIRE_THROWS_WITH(cuda::CudaTransformer::upload(*cpu, bad_tc),
-                      Catch::Contains("CudaForwardOptions.fp4_tc_min_rows = 0 is outside [1, 17]"));
-  cuda::CudaForwardOptions bad_dec;
-  bad_dec.fp4_tc_decode_max_rows = 9;
-  REQUIRE_THROWS_WITH(
-      cuda::CudaTransformer::upload(*cpu, bad_dec),
-      Catch::Contains("CudaForwardOptions.fp4_tc_decode_max_rows = 9 is outside [0, 8]"));
-  cuda::CudaForwardOptions bad_dec_min;
-  bad_dec_min.fp4_tc_decode_min_rows = 0;
-  REQUIRE_THROWS_WITH(
-      cuda::CudaTransformer::upload(*cpu, bad_dec_min),
-      Catch::Contains("CudaForwardOptions.fp4_tc_decode_min_rows = 0 is outside [1, 8]"));
-  cuda::CudaForwardOptions bad_head;
-  bad_head.head_gemm_min_rows = 1;
-  REQUIRE_THROWS_WITH(
-      cuda::CudaTransformer::upload(*cpu, bad_head),
-      Catch::Contains("CudaForwardOptions.head_gemm_min_rows = 1 is outside [2, 17]"));
-  cuda::CudaForwardOptions bad_gemm;
-  bad_gemm.gemm_min_rows = 16;
-  REQUIRE_THROWS_WITH(
-      cuda::CudaTransformer::upload(*cpu, bad_gemm),
-      Catch::Contains("CudaForwardOptions.gemm_min_rows = 16 is outside [17, 4097]"));
-  cuda::CudaForwardOptions bad_moe_gemm;
-  bad_moe_gemm.moe_gemm_min_rows = 4098;
-  REQUIRE_THROWS_WITH(
-      cuda::CudaTransformer::upload(*cpu, bad_moe_gemm),
-      Catch::Contains("CudaForwardOptions.moe_gemm_min_rows = 4098 is outside [17, 4097]"));
+  // Each option out of range is refused at upload, naming the field and its range.
+  const std::vector<std::pair<std::function<void(cuda::CudaForwardOptions&)>, const char*>> bad{
+      {[](auto& o) { o.max_chunk = 0; }, "CudaForwardOptions.max_chunk = 0"},
+      {[](auto& o) { o.fp4_tc_min_rows = 0; },
+       "CudaForwardOptions.fp4_tc_min_rows = 0 is outside [1, 17]"},
+      {[](auto& o) { o.fp4_tc_decode_max_rows = 9; },
+       "CudaForwardOptions.fp4_tc_decode_max_rows = 9 is outside [0, 8]"},
+      {[](auto& o) { o.fp4_tc_decode_min_rows = 0; },
+       "CudaForwardOptions.fp4_tc_decode_min_rows = 0 is outside [1, 8]"},
+      {[](auto& o) { o.head_gemm_min_rows = 1; },
+       "CudaForwardOptions.head_gemm_min_rows = 1 is outside [2, 17]"},
+      {[](auto& o) { o.gemm_min_rows = 16; },
+       "CudaForwardOptions.gemm_min_rows = 16 is outside [17, 4097]"},
+      {[](auto& o) { o.moe_gemm_min_rows = 4098; },
+       "CudaForwardOptions.moe_gemm_min_rows = 4098 is outside [17, 4097]"},
+  };
+  for (const auto& [set, message] : bad) {
+    cuda::CudaForwardOptions o;
+    set(o);
+    REQUIRE_THROWS_WITH(cuda::CudaTransformer::upload(*cpu, o), Catch::Contains(message));
+  }
   cuda::CudaForwardOptions opts;
   opts.max_chunk = 4;
   opts.max_context = 8;
