@@ -8,7 +8,8 @@
 // size are timed one after another (enqueue + sync; logits of every row stay on the device), the
 // median printed with tokens/s and ms per token, then one chunk is profiled by segment.
 // Usage: dsv41_bench_cuda_chunks DIR [chunks=16,32,64,128,256,512] [context=4096] [repeats=3]
-//                                [gemm=ROWS] [moegemm=ROWS] [splitk=0] [x=fp32|bf16x2|bf16]
+//                                [gemm=ROWS] [moegemm=ROWS] [moetile=ROWS] [splitk=0]
+//                                [x=fp32|bf16x2|bf16]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -35,10 +36,12 @@ using dsv41::cuda::DeviceSequence;
 int usage() {
   std::fprintf(stderr,
                "usage: dsv41_bench_cuda_chunks DIR [chunks=16,32,64,128,256,512] [context=4096] "
-               "[repeats=3] [gemm=ROWS] [moegemm=ROWS] [splitk=0] [x=fp32|bf16x2|bf16]\n"
+               "[repeats=3] [gemm=ROWS] [moegemm=ROWS] [moetile=ROWS] [splitk=0] "
+               "[x=fp32|bf16x2|bf16]\n"
                "  gemm=ROWS: layer projections take the GEMM from ROWS rows "
                "(CudaForwardOptions::gemm_min_rows, 17..4097)\n"
                "  moegemm=ROWS: routed experts likewise (moe_gemm_min_rows, 17..4097)\n"
+               "  moetile=ROWS: rows per routed descriptor below that (moe_gemv_tile_rows, 1..16)\n"
                "  splitk=0: no split-K for small GEMM grids (gemm_split_k off)\n");
   return 2;
 }
@@ -56,6 +59,8 @@ int run(int argc, char** argv) {
       opts.gemm_min_rows = std::atoi(a.c_str() + 5);
     } else if (a.rfind("moegemm=", 0) == 0) {
       opts.moe_gemm_min_rows = std::atoi(a.c_str() + 8);
+    } else if (a.rfind("moetile=", 0) == 0) {
+      opts.moe_gemv_tile_rows = std::atoi(a.c_str() + 8);
     } else if (a == "splitk=0") {
       opts.gemm_split_k = false;
     } else if (a == "x=fp32" || a == "x=bf16x2" || a == "x=bf16") {
@@ -84,10 +89,10 @@ int run(int argc, char** argv) {
   opts.max_context = context + (repeats + 2) * longest + 16;
   std::unique_ptr<CudaTransformer> gpu = CudaTransformer::upload(*cpu, opts);
   std::printf(
-      "options: gemm_min_rows %d, moe_gemm_min_rows %d, gemm_split_k %d, prefill_x %d parts; "
-      "context %lld, workspace %.2f GiB\n\n",
-      opts.gemm_min_rows, opts.moe_gemm_min_rows, opts.gemm_split_k ? 1 : 0,
-      static_cast<int>(opts.prefill_x), static_cast<long long>(context),
+      "options: gemm_min_rows %d, moe_gemm_min_rows %d, moe_gemv_tile_rows %d, gemm_split_k %d, "
+      "prefill_x %d parts; context %lld, workspace %.2f GiB\n\n",
+      opts.gemm_min_rows, opts.moe_gemm_min_rows, opts.moe_gemv_tile_rows,
+      opts.gemm_split_k ? 1 : 0, static_cast<int>(opts.prefill_x), static_cast<long long>(context),
       gpu->load_report().workspace_bytes / (1024.0 * 1024 * 1024));
   std::printf("| chunk | ms (median of %d) | tokens/s | ms per token |\n", repeats);
   std::printf("| --- | --- | --- | --- |\n");

@@ -199,8 +199,14 @@ TEST_CASE("cuda forward: prompts on the GEMVs in 16-row pieces match the oracle"
   opts.max_context = 1024;
   opts.gemm_min_rows = 4097;
   opts.moe_gemm_min_rows = 4097;
-  std::unique_ptr<cuda::CudaTransformer> gpu = cuda::CudaTransformer::upload(*cpu, opts);
-  check_tiny8_prompts(*cpu, *gpu, g, V, "GEMV pieces ");
+  // Routed descriptors of 16, 4 and 1 rows at the 37-token step (moe_gemv_tile_rows): the 16-row
+  // GEMV instances, 4-row tiles on the decode tensor-core GEMV (its x fits at tiny8's width), 1-row
+  // tiles on the CUDA-core GEMV with the gather folded in.
+  for (int tile : {16, 4, 1}) {
+    opts.moe_gemv_tile_rows = tile;
+    std::unique_ptr<cuda::CudaTransformer> gpu = cuda::CudaTransformer::upload(*cpu, opts);
+    check_tiny8_prompts(*cpu, *gpu, g, V, fmt::format("GEMV pieces, {}-row expert tiles, ", tile));
+  }
 }
 
 TEST_CASE("cuda forward: tiny40 logits vs the CPU backend", "[kernel][model]") {
@@ -312,6 +318,8 @@ TEST_CASE("cuda forward: bad inputs are rejected naming what is wrong", "[kernel
        "CudaForwardOptions.gemm_min_rows = 16 is outside [17, 4097]"},
       {[](auto& o) { o.moe_gemm_min_rows = 4098; },
        "CudaForwardOptions.moe_gemm_min_rows = 4098 is outside [17, 4097]"},
+      {[](auto& o) { o.moe_gemv_tile_rows = 0; },
+       "CudaForwardOptions.moe_gemv_tile_rows = 0 is outside [1, 16]"},
   };
   for (const auto& [set, message] : bad) {
     cuda::CudaForwardOptions o;

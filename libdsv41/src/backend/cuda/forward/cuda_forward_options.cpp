@@ -26,6 +26,8 @@ void CudaForwardOptions::validate() const {
               "CudaForwardOptions.gemm_min_rows = {} is outside [17, 4097]", gemm_min_rows);
   DSV41_CHECK(moe_gemm_min_rows >= 17 && moe_gemm_min_rows <= 4097, kInvalidArgument,
               "CudaForwardOptions.moe_gemm_min_rows = {} is outside [17, 4097]", moe_gemm_min_rows);
+  DSV41_CHECK(moe_gemv_tile_rows >= 1 && moe_gemv_tile_rows <= 16, kInvalidArgument,
+              "CudaForwardOptions.moe_gemv_tile_rows = {} is outside [1, 16]", moe_gemv_tile_rows);
 }
 
 }  // namespace dsv41::cuda

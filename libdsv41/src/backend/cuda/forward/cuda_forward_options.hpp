@@ -53,6 +53,12 @@ struct CudaForwardOptions {
   // moegemm=N).
   int gemm_min_rows = 17;
   int moe_gemm_min_rows = 97;
+  // Rows per descriptor (1..16) of the routed experts' grouped GEMVs at steps of 17 to
+  // moe_gemm_min_rows - 1 rows: at 17-96 tokens most chosen experts hold 1-3 rows, and a 16-row
+  // tile takes the 16-row kernel instances (~17-18 µs per 17.9 MB expert against ~12-13 µs for
+  // the 1-8-row instances of decode and verify steps, H100, docs/perf.md "Stop 36"). A/B knob of
+  // dsv41_bench_cuda_chunks (moetile=N).
+  int moe_gemv_tile_rows = 16;
   // GEMMs whose grid is small (short chunks; narrow outputs such as the router gate) split k over
   // more blocks (kernels::gemm_k_splits), partials in a 32 MiB workspace: a 17-token chunk 186 ->
   // 116 ms, 64 tokens 350 -> 273, 512 tokens 602 -> 556 (H100); 2048 unchanged. An A/B knob of

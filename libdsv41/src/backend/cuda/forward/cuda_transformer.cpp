@@ -65,8 +65,18 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
               "embed.weight is {}, the CUDA embedding reads BF16", dtype_name(w.embed.dtype()));
   m->embed_ = DeviceBuffer(w.embed.nbytes());
   m->embed_.upload(w.embed.data, w.embed.nbytes());
-  if (opts.gemv_tc)
-    m->gemv_scratch_ = DeviceBuffer(kernels::fp8_gemv_tc_workspace_bytes(kGemvScratchCols));
+  if (opts.gemv_tc) {
+    // Also the x split of the routed experts' tensor-core GEMV at the longest step that stays on
+    // the GEMVs (moe_gemm_min_rows - 1 rows: 576 slots x 5120 = 18 MB at the default 97), up to
+    // 64 MiB; a step whose split does not fit takes the CUDA-core GEMV.
+    const int64_t gemv_steps = std::min<int64_t>(opts.max_chunk, opts.moe_gemm_min_rows - 1);
+    const size_t moe_bytes = std::min<size_t>(
+        size_t{64} << 20, kernels::moe_grouped_fp4_gemv_tc_workspace_bytes(
+                              gemv_steps * t.num_experts_per_tok,
+                              std::max<int64_t>(t.hidden_size, t.moe_intermediate_size)));
+    m->gemv_scratch_ =
+        DeviceBuffer(std::max(kernels::fp8_gemv_tc_workspace_bytes(kGemvScratchCols), moe_bytes));
+  }
   if (opts.side_streams) {
     m->shared_lane_ = std::make_unique<SideStream>();
     m->attn_lane_ = std::make_unique<SideStream>();
@@ -109,8 +119,8 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
     d->attn.set_prefill_x(opts.prefill_x);
     d->ffn.set_prefill_x(opts.prefill_x);
     d->attn.set_gemm(opts.gemm_min_rows, m->gemm_ws_.data(), m->gemm_ws_.bytes());
-    d->ffn.set_gemm(opts.gemm_min_rows, opts.moe_gemm_min_rows, m->gemm_ws_.data(),
-                    m->gemm_ws_.bytes());
+    d->ffn.set_gemm(opts.gemm_min_rows, opts.moe_gemm_min_rows, opts.moe_gemv_tile_rows,
+                    m->gemm_ws_.data(), m->gemm_ws_.bytes());
     if (d->engram) d->engram->set_gemm(opts.gemm_min_rows, m->gemm_ws_.data(), m->gemm_ws_.bytes());
     if (d->engram) d->engram->set_prefill_x(opts.prefill_x);
     weight_bytes += d->device_bytes();

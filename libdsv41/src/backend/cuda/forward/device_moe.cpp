@@ -38,8 +38,10 @@ void DeviceMoe::set_gemv_scratch(void* p, size_t bytes, int tc_min_rows, int tc_
     lin->set_gemv_scratch(p, bytes);
 }
 
-void DeviceMoe::set_gemm(int dense_min_rows, int routed_min_rows, void* workspace, size_t bytes) {
+void DeviceMoe::set_gemm(int dense_min_rows, int routed_min_rows, int long_tile_rows,
+                         void* workspace, size_t bytes) {
   routed_gemm_min_rows_ = routed_min_rows;
+  long_tile_rows_ = long_tile_rows;
   auto set = [&](DeviceLinear& lin) {
     lin.set_gemm_min_rows(dense_min_rows);
     lin.set_gemm_workspace(workspace, bytes);
@@ -225,9 +227,12 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   // Descriptors for this call's T (not the workspace's max_chunk): empty ones still cost a launch
   // slot per block row. Steps of moe_gemm_min_rows+ rows (default 97) take 64-row tiles and the
   // GEMMs (FP4: tensor-core tiles decoded to bf16; EXL3: each weight decoded once per 64 rows),
-  // shorter ones 16-row tiles and the GEMVs.
+  // shorter ones 16-row tiles and the GEMVs (steps of 17+ rows: long_tile_rows_, so that an
+  // expert's 1-3 rows do not take the 16-row kernel instances).
   const bool gemm = T >= routed_gemm_min_rows_;
-  const int tile = gemm ? kernels::kMoeGemmTileRows : kernels::kMoeGemvMaxRows;
+  const int tile = gemm                           ? kernels::kMoeGemmTileRows
+                   : T > kernels::kMoeGemvMaxRows ? long_tile_rows_
+                                                  : kernels::kMoeGemvMaxRows;
   const int64_t cap = kernels::moe_tile_capacity(T, k, El, tile);
   DSV41_CHECK(cap <= ws.desc_capacity && ws.slots <= 0x7FFFFFFF, kInternal,
               "layer {}: {} MoE descriptors exceed the {} of the workspace", l, cap,
@@ -255,7 +260,8 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   gate_.gemv(xn, T, logits, s);
   const int32_t* n_slots = offsets + El;
   // A bucket holds each token at most once, so no descriptor has more than T rows.
-  const int max_rows = static_cast<int>(std::min<int64_t>(T, kernels::kMoeGemvMaxRows));
+  const int max_rows =
+      static_cast<int>(std::min<int64_t>(T, gemm ? kernels::kMoeGemvMaxRows : tile));
   // Steps of tc_min_rows_ (default 5) ..16 rows: the tensor-core GEMV (x split into the
   // transformer's scratch) when the scratch is set; its x rows are every slot [0, T·k). Below 5
   // rows the CUDA-core GEMV was faster (H200, routed experts of a 40-layer step, CUDA-core /

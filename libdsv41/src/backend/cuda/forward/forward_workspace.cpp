@@ -91,7 +91,9 @@ ForwardWorkspace::ForwardWorkspace(const ModelConfig& cfg, int C, int64_t max_co
   ys = f32(S * D);
   slots = S;
   g = f32(2 * S * t.moe_intermediate_size);
-  desc_capacity = kernels::moe_descriptor_capacity(C, static_cast<int>(k), static_cast<int>(E));
+  // Descriptor tables for the smallest tile (1 row, CudaForwardOptions::moe_gemv_tile_rows):
+  // E + S entries at most, 12,672 of 32 bytes per table at C = 2048.
+  desc_capacity = kernels::moe_tile_capacity(C, static_cast<int>(k), static_cast<int>(E), 1);
   const size_t dbytes = static_cast<size_t>(desc_capacity) * sizeof(kernels::MoeGemvDesc);
   desc_gate_up = DeviceBuffer(2 * dbytes);
   desc_down = DeviceBuffer(dbytes);
