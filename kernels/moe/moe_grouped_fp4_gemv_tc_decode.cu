@@ -24,7 +24,10 @@
 // element of D; 33 significant bits relative to the row maximum). Staged layout per row n: for
 // each 32-column block, 3 parts of 32 halves in pair order; each row padded by 64 bytes
 // (kStageRowPadU4), so that the two x rows of one 8-lane shared-load phase fall into different
-// banks.
+// banks. Rows whose whole split exceeds the 88 KB budget (3+ rows at in = 5120, 7+ at 2304) are
+// staged in chunks of rounds, a barrier between chunks: an expert's 3-8 rows then cost one pass
+// over its weights, where 2-row descriptors cost one pass per 2 rows (routed experts of a
+// 256-token chunk: docs/perf.md "Stop 37").
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -53,31 +56,43 @@ constexpr int kStageRowPadU4 = 4;     // 64 bytes: rows ≡ 64 mod 128 bytes apa
 // (e.g. 2 rows at in = 5120, 6 at 2304).
 constexpr int64_t kStageLimitBytes = 88 * 1024;
 
-__host__ __device__ constexpr int64_t stage_row_u4(int64_t in) {
-  return (in / 32) * kBlockU4 + kStageRowPadU4;
+// A staged row of `cr` rounds (kU blocks of 32 columns each) in uint4s, and the bytes of `rows`.
+__host__ __device__ constexpr int64_t stage_row_u4(int64_t cr) {
+  return cr * kU * kBlockU4 + kStageRowPadU4;
 }
-__host__ __device__ constexpr int64_t stage_bytes(int rows, int64_t in) {
-  return rows * stage_row_u4(in) * 16;
+__host__ __device__ constexpr int64_t stage_bytes(int rows, int64_t cr) {
+  return rows * stage_row_u4(cr) * 16;
+}
+// Rounds staged at a time: all in / 128 where the rows fit the budget, else as many as fit (8 rows:
+// 14 of in = 5120's 40, 86.5 KB).
+__host__ __device__ constexpr int64_t stage_chunk_rounds(int rows, int64_t in) {
+  const int64_t rounds = in / 32 / kU;
+  const int64_t fit = (kStageLimitBytes / (16 * rows) - kStageRowPadU4) / (kU * kBlockU4);
+  return rounds < fit ? rounds : fit;
 }
 
-// x rows [0, rows) of the descriptor (row n = slot_token[x_row + n], or x_row + n without a map)
-// split into xs; fx[n] = 2^(ex_n + 14) (the codes' 2^-14 folded in). Every thread of the block
-// calls it; ends with a barrier.
-__device__ __forceinline__ void stage_x(const float* __restrict__ x,
-                                        const int32_t* __restrict__ slot_token, int x_row, int rows,
-                                        int64_t in, uint4* xs, float* fx, float (*wmax)[kMaxRows]) {
+__device__ __forceinline__ const float* x_row_ptr(const float* __restrict__ x,
+                                                  const int32_t* __restrict__ slot_token, int x_row,
+                                                  int n, int64_t in) {
+  const int64_t r = slot_token != nullptr ? static_cast<int64_t>(slot_token[x_row + n])
+                                          : static_cast<int64_t>(x_row) + n;
+  return x + r * in;
+}
+
+// Per x row n < rows of the descriptor (row n = slot_token[x_row + n], or x_row + n without a
+// map): down[n] = 2^-ex, fx[n] = 2^(ex + 14) (the codes' 2^-14 folded in). Every thread of the
+// block calls it; ends with a barrier.
+__device__ __forceinline__ void row_scales(const float* __restrict__ x,
+                                           const int32_t* __restrict__ slot_token, int x_row,
+                                           int rows, int64_t in, float* down, float* fx,
+                                           float (*wmax)[kMaxRows]) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int n4 = static_cast<int>(in / 4), stride = static_cast<int>(stage_row_u4(in));
-  const auto row_of = [&](int n) {
-    const int64_t r = slot_token != nullptr ? static_cast<int64_t>(slot_token[x_row + n])
-                                            : static_cast<int64_t>(x_row) + n;
-    return x + r * in;
-  };
+  const int n4 = static_cast<int>(in / 4);
   // Row maxima: per thread, then warp, then the block's 8 warps through wmax.
 #pragma unroll
   for (int n = 0; n < kMaxRows; ++n) {
     if (n >= rows) break;
-    const float4* xr = reinterpret_cast<const float4*>(row_of(n));
+    const float4* xr = reinterpret_cast<const float4*>(x_row_ptr(x, slot_token, x_row, n, in));
     float m = 0.0f;
     for (int f = threadIdx.x; f < n4; f += kThreads) {
       const float4 v = __ldg(xr + f);
@@ -88,9 +103,8 @@ __device__ __forceinline__ void stage_x(const float* __restrict__ x,
     if (lane == 0) wmax[warp][n] = m;
   }
   __syncthreads();
-  // 8-column slots: slot j = block j / 4, columns 8 (j % 4) .. + 7 of it.
-  const int slots = static_cast<int>(in / 8);
-  for (int n = 0; n < rows; ++n) {
+  if (threadIdx.x < rows) {
+    const int n = threadIdx.x;
     float m = wmax[0][n];
 #pragma unroll
     for (int w = 1; w < kWarps; ++w) m = fmaxf(m, wmax[w][n]);
@@ -98,15 +112,31 @@ __device__ __forceinline__ void stage_x(const float* __restrict__ x,
     // so that 2^-ex and 2^(ex + 14) are normal floats.
     const int E = ((__float_as_int(m) >> 23) & 0xFF) - 127;
     const int ex = m == 0.0f ? 0 : max(-100, min(113, E - 14));
-    const float down = __int_as_float((127 - ex) << 23);
-    if (threadIdx.x == 0) fx[n] = __int_as_float((127 + ex + 14) << 23);
-    const float4* xr = reinterpret_cast<const float4*>(row_of(n));
+    down[n] = __int_as_float((127 - ex) << 23);
+    fx[n] = __int_as_float((127 + ex + 14) << 23);
+  }
+  __syncthreads();
+}
+
+// Rounds [c0, c1) of x rows [0, rows) split into xs (rows stride_row_u4(c1 - c0) apart). Every
+// thread of the block calls it; ends with a barrier.
+__device__ __forceinline__ void stage_rounds(const float* __restrict__ x,
+                                             const int32_t* __restrict__ slot_token, int x_row,
+                                             int rows, int64_t in, int64_t c0, int64_t c1,
+                                             const float* down, uint4* xs) {
+  // 8-column slots: slot j = block j / 4, columns 8 (j % 4) .. + 7 of it; kU · 4 per round.
+  const int slots = static_cast<int>((c1 - c0) * kU * 4);
+  const int stride = static_cast<int>(stage_row_u4(c1 - c0));
+  for (int n = 0; n < rows; ++n) {
+    const float dn = down[n];
+    const float4* xr =
+        reinterpret_cast<const float4*>(x_row_ptr(x, slot_token, x_row, n, in)) + c0 * kU * 8;
     for (int j = threadIdx.x; j < slots; j += kThreads) {
       const float4* p = xr + 2 * j;
       const float4 a = __ldg(p), c = __ldg(p + 1);
       const float v[8] = {a.x, c.x, a.y, c.y, a.z, c.z, a.w, c.w};  // pair order
       uint4 part[kParts];
-      detail::gemv_tc_split8(v, down, part);
+      detail::gemv_tc_split8(v, dn, part);
       uint4* dst = xs + n * stride + (j >> 2) * kBlockU4 + (j & 3);
 #pragma unroll
       for (int p2 = 0; p2 < kParts; ++p2) dst[p2 * 4] = part[p2];
@@ -205,17 +235,39 @@ __device__ __forceinline__ void run_round(RoundRegs& r, int t, const uint4* xb, 
     round_products<kOneRow, false>(r.w, r.s, xb, xlive, acc);
 }
 
-// kOneRow: only x row 0 (B column 0: C registers 0 and 2 of lanes t = 0) is accumulated.
+// Rounds [0, n) from wcur / scur (weights) and xb (staged x) into acc. Two register sets, so a
+// round's words are transposed in place while the next round's loads are in flight (a copy per
+// round spilled at the 128-register cap).
 template <bool kOneRow>
+__device__ __forceinline__ void mul_rounds(const uint8_t* wcur, const uint8_t* scur,
+                                           const uint4* xb, int n, const uint32_t (&woff)[kMT * 2],
+                                           int t, bool xlive, float (&acc)[kMT][4]) {
+  RoundRegs ra, rb;
+  load_round(ra, wcur, scur, woff);
+  for (int rd = 0; rd < n; rd += 2) {
+    if (rd + 1 < n) load_round(rb, wcur + kU * 16, scur + kU, woff);
+    run_round<kOneRow>(ra, t, xb, xlive, acc);
+    if (rd + 1 >= n) break;
+    if (rd + 2 < n) load_round(ra, wcur + 2 * kU * 16, scur + 2 * kU, woff);
+    run_round<kOneRow>(rb, t, xb + kU * kBlockU4, xlive, acc);
+    wcur += 2 * kU * 16;
+    scur += 2 * kU;
+    xb += 2 * kU * kBlockU4;
+  }
+}
+
+// kOneRow: only x row 0 (B column 0: C registers 0 and 2 of lanes t = 0) is accumulated.
+// kChunked: x staged `chunk` rounds at a time (the rows' whole split exceeds the budget).
+template <bool kOneRow, bool kChunked>
 __global__ void __launch_bounds__(kThreads, 2)
     grouped_fp4_gemv_tc_decode_kernel(const MoeGemvDesc* __restrict__ desc,
                                       const float* __restrict__ x,
                                       const int32_t* __restrict__ slot_token, float* __restrict__ y,
-                                      int64_t out, int64_t in, int S, int stage_rows) {
-  extern __shared__ uint4 xs[];  // [stage_rows][stage_row_u4(in)]
+                                      int64_t out, int64_t in, int S, int stage_rows, int chunk) {
+  extern __shared__ uint4 xs[];  // [stage_rows][stage_row_u4(chunk)]
   __shared__ float red[kWarps][kMT][4][32];
   __shared__ float wmax[kWarps][kMaxRows];
-  __shared__ float fx[kMaxRows];
+  __shared__ float fx[kMaxRows], down[kMaxRows];
   detail::pdl_begin();
   const MoeGemvDesc dsc = desc[blockIdx.y];
   const int rows = min(dsc.rows, stage_rows);
@@ -237,40 +289,51 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
   for (int k = 0; k < kMT * 2; ++k)
     woff[k] = o0 + 8 * k + g < out ? static_cast<uint32_t>(8 * k * row_bytes) : 0u;
-  const uint8_t* wcur = dsc.w + row0 * row_bytes + (static_cast<int64_t>(r0) * kU + t) * 16;
-  const uint8_t* scur = dsc.scale + row0 * nkb + static_cast<int64_t>(r0) * kU;
+  const uint8_t* wbase = dsc.w + row0 * row_bytes + t * 16;
+  const uint8_t* sbase = dsc.scale + row0 * nkb;
   // The first round's lines are asked of L2 before the x split and its barriers (plain loads
   // here would keep 20 registers live across the split).
   if (live) {
 #pragma unroll
     for (int k = 0; k < kMT * 2; ++k) {
-      detail::prefetch_l2(wcur + woff[k]);
-      if (t == 0) detail::prefetch_l2(scur + woff[k] / 16);
+      detail::prefetch_l2(wbase + static_cast<int64_t>(r0) * kU * 16 + woff[k]);
+      if (t == 0) detail::prefetch_l2(sbase + static_cast<int64_t>(r0) * kU + woff[k] / 16);
     }
   }
-  stage_x(x, slot_token, dsc.x_row, rows, in, xs, fx, wmax);
+  row_scales(x, slot_token, dsc.x_row, rows, in, down, fx, wmax);
 
   float acc[kMT][4];
 #pragma unroll
   for (int i = 0; i < kMT; ++i)
 #pragma unroll
     for (int c = 0; c < 4; ++c) acc[i][c] = 0.0f;
-  if (live) {
-    // Two register sets, so a round's words are transposed in place while the next round's
-    // loads are in flight (a copy per round spilled at the 128-register cap).
-    RoundRegs ra, rb;
-    const bool xlive = g < rows;  // this lane's B column is an x row
-    const uint4* xb = xs + g * stage_row_u4(in) + static_cast<int64_t>(r0) * kU * kBlockU4 + t;
-    load_round(ra, wcur, scur, woff);
-    for (int rd = r0; rd < r1; rd += 2) {
-      if (rd + 1 < r1) load_round(rb, wcur + kU * 16, scur + kU, woff);
-      run_round<kOneRow>(ra, t, xb, xlive, acc);
-      if (rd + 1 >= r1) break;
-      if (rd + 2 < r1) load_round(ra, wcur + 2 * kU * 16, scur + 2 * kU, woff);
-      run_round<kOneRow>(rb, t, xb + kU * kBlockU4, xlive, acc);
-      wcur += 2 * kU * 16;
-      scur += 2 * kU;
-      xb += 2 * kU * kBlockU4;
+  const bool xlive = g < rows;  // this lane's B column is an x row
+  if constexpr (!kChunked) {
+    stage_rounds(x, slot_token, dsc.x_row, rows, in, 0, rounds, down, xs);
+    if (live)
+      mul_rounds<kOneRow>(
+          wbase + static_cast<int64_t>(r0) * kU * 16, sbase + static_cast<int64_t>(r0) * kU,
+          xs + g * stage_row_u4(rounds) + static_cast<int64_t>(r0) * kU * kBlockU4 + t, r1 - r0,
+          woff, t, xlive, acc);
+  } else {
+    // Each warp multiplies the rounds of its slice [r0, r1) that a chunk holds.
+    for (int c0 = 0; c0 < rounds; c0 += chunk) {
+      const int c1 = min(static_cast<int>(rounds), c0 + chunk);
+      if (c0 > 0) __syncthreads();  // every warp has read the previous chunk
+      stage_rounds(x, slot_token, dsc.x_row, rows, in, c0, c1, down, xs);
+      const int a = max(r0, c0), b = min(r1, c1);
+      if (!live || a >= b) continue;
+      mul_rounds<kOneRow>(wbase + static_cast<int64_t>(a) * kU * 16,
+                          sbase + static_cast<int64_t>(a) * kU,
+                          xs + g * stage_row_u4(c1 - c0) + (a - c0) * kU * kBlockU4 + t, b - a,
+                          woff, t, xlive, acc);
+      if (c1 < r1) {  // the next chunk's first round, asked of L2 before its split
+#pragma unroll
+        for (int k = 0; k < kMT * 2; ++k) {
+          detail::prefetch_l2(wbase + static_cast<int64_t>(c1) * kU * 16 + woff[k]);
+          if (t == 0) detail::prefetch_l2(sbase + static_cast<int64_t>(c1) * kU + woff[k] / 16);
+        }
+      }
     }
   }
 
@@ -307,7 +370,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 bool moe_grouped_fp4_gemv_tc_decode_supported(int max_rows, int64_t in) {
   return max_rows >= 1 && max_rows <= kMaxRows && in >= 128 && in % 128 == 0 &&
-         in <= (int64_t{1} << 28) && stage_bytes(max_rows, in) <= kStageLimitBytes;
+         in <= (int64_t{1} << 28);
 }
 
 cudaError_t moe_grouped_fp4_gemv_tc_decode(const MoeGemvDesc* desc, int n_desc, int max_rows,
@@ -324,15 +387,17 @@ cudaError_t moe_grouped_fp4_gemv_tc_decode(const MoeGemvDesc* desc, int n_desc, 
   const int64_t gx = (tiles + kWarps / S - 1) / (kWarps / S);
   if (gx > 0x7FFFFFFF) return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(n_desc));
-  const size_t smem = static_cast<size_t>(stage_bytes(max_rows, in));
-  const auto kernel = max_rows == 1 ? grouped_fp4_gemv_tc_decode_kernel<true>
-                                    : grouped_fp4_gemv_tc_decode_kernel<false>;
+  const int64_t chunk = stage_chunk_rounds(max_rows, in);
+  const size_t smem = static_cast<size_t>(stage_bytes(max_rows, chunk));
+  const auto kernel = chunk < rounds  ? grouped_fp4_gemv_tc_decode_kernel<false, true>
+                      : max_rows == 1 ? grouped_fp4_gemv_tc_decode_kernel<true, false>
+                                      : grouped_fp4_gemv_tc_decode_kernel<false, false>;
   if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(smem));
       e != cudaSuccess)
     return e;
   return detail::launch_kernel(kernel, grid, kThreads, smem, stream, desc, x, slot_token, y, out,
-                               in, S, max_rows);
+                               in, S, max_rows, static_cast<int>(chunk));
 }
 
 }  // namespace dsv41::kernels

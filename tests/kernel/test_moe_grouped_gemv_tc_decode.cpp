@@ -1,6 +1,7 @@
 // [kernel] moe_grouped_fp4_gemv_tc_decode vs Linear per descriptor (packed E2M1 + E8M0 per row per
 // 32, the release routed-expert format): buckets of 0..8 rows at tiny and routed-expert shapes,
-// x rows direct or through slot_token, E8M0 0x00 / 0xFF scales (exact path), rejected arguments.
+// x staged whole or in chunks, rows direct or through slot_token, E8M0 0x00 / 0xFF scales (exact
+// path), rejected arguments.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -121,6 +122,12 @@ TEST_CASE("moe_grouped_fp4_gemv_tc_decode matches Linear per expert at tiny shap
   run_decode({{0, 0, 0}, 8, 128}, seed + 3);          // all empty
   run_decode({{2, 1, 0, 2}, 64, 512, 3}, seed + 4);   // through slot_token
   run_decode({{1, 1}, 40, 1024, 1}, seed + 5);        // k slices (S > 1), partial tile
+  // x staged in chunks of rounds (8 rows x 4096: 197 KB whole; 14 rounds of 32 at a time), with
+  // k slices (S = 8 here) that each chunk holds part of.
+  run_decode({{8, 3, 0, 5}, 40, 4096, 6}, seed + 6);
+  std::vector<int32_t> ramp(32);  // 1..8 rows, 41 descriptors x 32 tiles: S = 2
+  for (int e = 0; e < 32; ++e) ramp[e] = 1 + e % 8;
+  run_decode({ramp, 1024, 4096}, seed + 7);
 }
 
 TEST_CASE("moe_grouped_fp4_gemv_tc_decode matches Linear per expert at routed-expert shapes",
@@ -135,6 +142,12 @@ TEST_CASE("moe_grouped_fp4_gemv_tc_decode matches Linear per expert at routed-ex
   std::vector<int32_t> six(64, 0);  // a 6-row verify batch on w2 (6 staged rows at 2304)
   for (int e = 0; e < 64; e += 5) six[e] = 1 + e % 6;
   run_decode({six, 5120, 2304}, seed + 3);
+  // Prefill-chunk descriptors of up to 8 rows: staged in chunks on w1 / w3 (3+ rows at 5120) and
+  // on w2 (7+ rows at 2304).
+  std::vector<int32_t> eight(96, 0);
+  for (int e = 0; e < 96; e += 3) eight[e] = 1 + e % 8;
+  run_decode({eight, 2304, 5120, 200}, seed + 4);
+  run_decode({eight, 5120, 2304}, seed + 5);
 }
 
 TEST_CASE("moe_grouped_fp4_gemv_tc_decode reads E8M0 0x00 and 0xFF exactly", "[kernel][moe]") {
@@ -151,7 +164,8 @@ TEST_CASE("moe_grouped_fp4_gemv_tc_decode rejects unsupported arguments", "[kern
   using kernels::moe_grouped_fp4_gemv_tc_decode_supported;
   CHECK(moe_grouped_fp4_gemv_tc_decode_supported(1, 5120));
   CHECK(moe_grouped_fp4_gemv_tc_decode_supported(2, 5120));
-  CHECK_FALSE(moe_grouped_fp4_gemv_tc_decode_supported(3, 5120));  // 92 KB of staged x
+  CHECK(moe_grouped_fp4_gemv_tc_decode_supported(3, 5120));  // staged in chunks
+  CHECK(moe_grouped_fp4_gemv_tc_decode_supported(8, 5120));
   CHECK(moe_grouped_fp4_gemv_tc_decode_supported(6, 2304));
   CHECK_FALSE(moe_grouped_fp4_gemv_tc_decode_supported(9, 128));  // B has 8 columns
   CHECK_FALSE(moe_grouped_fp4_gemv_tc_decode_supported(0, 128));
@@ -170,7 +184,6 @@ TEST_CASE("moe_grouped_fp4_gemv_tc_decode rejects unsupported arguments", "[kern
   CHECK(call(D, 0, 1, X, Y, 64, 128) == cudaErrorInvalidValue);        // n_desc
   CHECK(call(D, 4, 0, X, Y, 64, 128) == cudaErrorInvalidValue);        // max_rows
   CHECK(call(D, 4, 9, X, Y, 64, 128) == cudaErrorInvalidValue);        // max_rows > 8
-  CHECK(call(D, 4, 3, X, Y, 64, 5120) == cudaErrorInvalidValue);       // staged x too large
   CHECK(call(D, 4, 1, X, Y, 0, 128) == cudaErrorInvalidValue);         // out
   CHECK(call(D, 4, 1, X, Y, 64, 96) == cudaErrorInvalidValue);         // in % 128
   CHECK(call(D, 4, 1, X + 1, Y, 64, 128) == cudaErrorInvalidValue);    // x alignment

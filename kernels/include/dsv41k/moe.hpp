@@ -230,11 +230,11 @@ cudaError_t moe_grouped_fp4_gemv_tc(const MoeGemvDesc* desc, int n_desc, int max
 // no workspace: each block splits the descriptor's x rows (one power-of-two factor per row, three
 // f16 parts) into shared memory. Descriptor row x_row + n reads x row slot_token[x_row + n]
 // (slot_token non-null: x [tokens, in], the gather of moe_grouped_fp4_gemv_gathered folded in) or
-// x row x_row + n. Needs moe_grouped_fp4_gemv_tc_decode_supported(max_rows, in) (max_rows <= 8,
-// in % 128 == 0, the staged rows within the shared-memory budget: 2 rows at in = 5120, 6 at
-// 2304), desc/x/y non-null, x 16-byte aligned and not y, 1 <= n_desc <= 65535, out >= 1,
-// descriptor rows <= max_rows, weight pointers 16-byte and scale pointers 4-byte aligned; else
-// cudaErrorInvalidValue.
+// x row x_row + n. Rows whose split exceeds the 88 KB shared-memory budget (3+ at in = 5120, 7+
+// at 2304) are staged in chunks of k. Needs moe_grouped_fp4_gemv_tc_decode_supported(max_rows,
+// in) (1 <= max_rows <= 8, in % 128 == 0), desc/x/y non-null, x 16-byte aligned and not y, 1 <=
+// n_desc <= 65535, out >= 1, descriptor rows <= max_rows, weight pointers 16-byte and scale
+// pointers 4-byte aligned; else cudaErrorInvalidValue.
 bool moe_grouped_fp4_gemv_tc_decode_supported(int max_rows, int64_t in);
 cudaError_t moe_grouped_fp4_gemv_tc_decode(const MoeGemvDesc* desc, int n_desc, int max_rows,
                                            const float* x, const int32_t* slot_token, float* y,

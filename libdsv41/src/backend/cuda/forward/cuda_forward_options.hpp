@@ -30,8 +30,8 @@ struct CudaForwardOptions {
   int fp4_tc_min_rows = 5;
   // Steps of fp4_tc_decode_min_rows..fp4_tc_decode_max_rows rows take the routed FP4 experts'
   // decode tensor-core GEMV (with gemv_tc; moe_grouped_fp4_gemv_tc_decode: x split in shared
-  // memory, no extra launch) where its staged x fits (2 rows at the released hidden size 5120, 6
-  // at 2304), ahead of fp4_tc_min_rows; max 0..8 (0: never), min 1..8. At 1 row the CUDA-core
+  // memory, in k chunks past 2 rows at the released hidden size 5120 and 6 at 2304; no extra
+  // launch), ahead of fp4_tc_min_rows; max 0..8 (0: never), min 1..8. At 1 row the CUDA-core
   // kernel was faster (H100: docs/perf.md "Stop 33"). A/B knobs of dsv41_bench_cuda_forward
   // (fp4dec=MAX, fp4decmin=MIN).
   int fp4_tc_decode_min_rows = 2;

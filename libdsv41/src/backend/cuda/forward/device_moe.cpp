@@ -274,10 +274,10 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
            kernels::moe_grouped_fp4_gemv_tc_workspace_bytes(x_rows, in) <= scratch_bytes_;
   };
   // Steps of tc_decode_min_rows_ (default 2)..tc_decode_max_rows_ rows: the decode tensor-core
-  // GEMV (its x split staged per block, no extra launch) where the staged rows fit, ahead of both
-  // kernels above (H100, full-geometry checkpoint, routed experts of a 40-layer step in ms,
-  // without / with it: 1 row 2.85 / 3.48, 2 rows 6.20 / 5.96, 6 rows 19.17 / 17.75 with w2 on
-  // it; docs/perf.md "Stop 33").
+  // GEMV (its x split staged per block, in k chunks where 3+ rows of 5120 exceed its shared
+  // memory; no extra launch), ahead of both kernels above (H100, full-geometry checkpoint, routed
+  // experts of a 40-layer step in ms, without / with it: 1 row 2.85 / 3.48, 2 rows 6.20 / 5.96, 6
+  // rows 19.17 / 17.75 with w2 on it; docs/perf.md "Stop 33").
   const auto tc_decode = [&](int64_t in) {
     return !gemm && max_rows >= tc_decode_min_rows_ && max_rows <= tc_decode_max_rows_ &&
            kernels::moe_grouped_fp4_gemv_tc_decode_supported(max_rows, in);

@@ -53,7 +53,7 @@ class DeviceMoe {
   void set_prefill_x(kernels::GemmX x);
   // DeviceLinear::set_gemv_scratch on the gate and the shared expert, and the routed FP4
   // experts' tensor-core GEMVs: steps of tc_decode_min_rows..tc_decode_max_rows rows on the
-  // decode form where its staged x fits, steps of tc_min_rows..16 rows on the split one through
+  // decode form (x staged per block), other steps of tc_min_rows..16 rows on the split one through
   // the same scratch.
   void set_gemv_scratch(void* p, size_t bytes, int tc_min_rows = 5, int tc_decode_min_rows = 2,
                         int tc_decode_max_rows = 8);
