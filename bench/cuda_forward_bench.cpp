@@ -16,7 +16,7 @@
 // Usage: dsv41_bench_cuda_forward DIR [contexts=0,8192,32768] [rows=1,2,6,16] [repeats=20]
 //                                 [chunk=2048] [capture=ROWS] [x=fp32|bf16x2|bf16] [gemv=cuda-core]
 //                                 [pdl=0] [streams=1] [fp4tc=ROWS] [fp4dec=ROWS]
-//                                 [fp4decmin=ROWS] [bf16gemm=ROWS] [splitk=0]
+//                                 [fp4decmin=ROWS] [bf16gemm=ROWS] [splitk=0] [moetile=ROWS]
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
@@ -179,7 +179,9 @@ int run(int argc, char** argv) {
         "  fp4_tc_decode_min_rows 1..8, default 2)\n"
         "  bf16gemm=ROWS: steps of ROWS+ rows run the BF16 head on the tensor-core GEMM\n"
         "  (CudaForwardOptions::head_gemm_min_rows, 2..17, default 5; 17: never)\n"
-        "  splitk=0: no split-K for small GEMM grids (CudaForwardOptions::gemm_split_k)\n");
+        "  splitk=0: no split-K for small GEMM grids (CudaForwardOptions::gemm_split_k)\n"
+        "  moetile=ROWS: routed GEMV descriptors of at most ROWS rows in steps of more\n"
+        "  (CudaForwardOptions::moe_gemv_tile_rows, 1..16)\n");
     return 2;
   }
   const std::string dir = argv[1];
@@ -195,6 +197,7 @@ int run(int argc, char** argv) {
   int fp4_tc_decode_max_rows = 8, fp4_tc_decode_min_rows = 2;
   int head_gemm_min_rows = dsv41::cuda::CudaForwardOptions{}.head_gemm_min_rows;
   bool gemm_split_k = dsv41::cuda::CudaForwardOptions{}.gemm_split_k;
+  int moe_gemv_tile_rows = dsv41::cuda::CudaForwardOptions{}.moe_gemv_tile_rows;
   for (int i = 6; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("capture=", 0) == 0) {
@@ -213,6 +216,8 @@ int run(int argc, char** argv) {
       head_gemm_min_rows = std::atoi(a.c_str() + 9);
     } else if (a == "splitk=0") {
       gemm_split_k = false;
+    } else if (a.rfind("moetile=", 0) == 0) {
+      moe_gemv_tile_rows = std::atoi(a.c_str() + 8);
     } else if (a == "streams=1") {
       side_streams = false;
     } else if (a == "x=fp32" || a == "x=bf16x2" || a == "x=bf16") {
@@ -248,6 +253,7 @@ int run(int argc, char** argv) {
   opts.fp4_tc_decode_min_rows = fp4_tc_decode_min_rows;
   opts.head_gemm_min_rows = head_gemm_min_rows;
   opts.gemm_split_k = gemm_split_k;
+  opts.moe_gemv_tile_rows = moe_gemv_tile_rows;
   opts.max_context =  // the first context also runs a profiled prefill chunk; capture 2 steps
       *std::max_element(contexts.begin(), contexts.end()) + 2 * chunk +
       (repeats + 4) * max_rows * 2 + 2 * capture_rows;

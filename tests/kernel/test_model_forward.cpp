@@ -199,10 +199,10 @@ TEST_CASE("cuda forward: prompts on the GEMVs in 16-row pieces match the oracle"
   opts.max_context = 1024;
   opts.gemm_min_rows = 4097;
   opts.moe_gemm_min_rows = 4097;
-  // Routed descriptors of 16, 4 and 1 rows at the 37-token step (moe_gemv_tile_rows): the 16-row
-  // GEMV instances, 4-row tiles on the decode tensor-core GEMV (its x fits at tiny8's width), 1-row
-  // tiles on the CUDA-core GEMV with the gather folded in.
-  for (int tile : {16, 4, 1}) {
+  // Routed descriptors of 16, 8, 4, 2 and 1 rows at the 37-token step (moe_gemv_tile_rows): the
+  // 16-row GEMV instances, 2-8-row tiles on the decode tensor-core GEMV, 1-row tiles on the
+  // CUDA-core GEMV with the gather folded in.
+  for (int tile : {16, 8, 4, 2, 1}) {
     opts.moe_gemv_tile_rows = tile;
     std::unique_ptr<cuda::CudaTransformer> gpu = cuda::CudaTransformer::upload(*cpu, opts);
     check_tiny8_prompts(*cpu, *gpu, g, V, fmt::format("GEMV pieces, {}-row expert tiles, ", tile));

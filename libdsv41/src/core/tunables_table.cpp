@@ -16,11 +16,12 @@ constexpr TunableSpec kSpecs[] = {
     {"DSV41_CUDA_MAX_CONTEXT", TunableType::kInt, "65536",
      "CUDA backend: longest sequence (sizes the score workspace; caps "
      "ModelInfo.max_position_embeddings)"},
-    {"DSV41_CUDA_MOE_GEMM_MIN_ROWS", TunableType::kInt, "97",
+    {"DSV41_CUDA_MOE_GEMM_MIN_ROWS", TunableType::kInt, "1409",
      "CUDA backend: fewest rows of a step (17..4097; 4097 = never) whose routed experts take the "
-     "grouped tensor-core GEMM (64-row tiles); shorter steps run the grouped GEMVs in 16-row "
-     "tiles, which read each chosen expert once per tile but wait less (H100: a 64-token chunk "
-     "274 -> 199 ms; from ~100 rows the GEMM wins). GB10's crossover is unmeasured"},
+     "grouped tensor-core GEMM (64-row tiles); shorter steps run the grouped tensor-core GEMVs "
+     "in 8-row tiles, which read each chosen expert once per tile but wait less (H100: a 768-token "
+     "chunk 668 -> 536 ms, 1024 tokens 758 -> 676; at 2048 the GEMM wins, 1145 against 1254). "
+     "GB10's crossover is unmeasured"},
     {"DSV41_CUDA_PDL", TunableType::kBool, "true",
      "CUDA backend: programmatic dependent launch (sm_90+): each kernel of a step starts while "
      "the previous one finishes and streams its weights before waiting for its input; false = "

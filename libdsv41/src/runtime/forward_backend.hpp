@@ -95,7 +95,7 @@ struct CudaBackendOptions {
   int prefill_x_parts = 3;      // bf16 parts of GEMM inputs at prefill, 1..3 (DSV41_CUDA_PREFILL_X)
   bool programmatic_launch = true;  // dependent launch of the kernels (DSV41_CUDA_PDL)
   bool side_streams = true;         // independent work on second streams (DSV41_CUDA_SIDE_STREAMS)
-  int moe_gemm_min_rows = 97;       // routed experts on the GEMM from this many rows, 17..4097
+  int moe_gemm_min_rows = 1409;     // routed experts on the GEMM from this many rows, 17..4097
                                     // (DSV41_CUDA_MOE_GEMM_MIN_ROWS)
   // TP ranks: the collective of the forward's all-reduces and logits gather when it is not the
   // Transformer's own link (DSV41_TP_NCCL: TpNccl on device buffers); must outlive the backend.

@@ -47,18 +47,20 @@ struct CudaForwardOptions {
   // fewer run the GEMVs 16 rows at a time. With split-K the GEMM won from 17 rows (H100, context
   // 1024, chunk of 17 / 64 / 256 rows: 116 / 273 / 469 ms against 119 / 314 / 660 with the GEMVs
   // up to 256 rows; docs/perf.md "Stop 36"). moe_gemm_min_rows: the same for the routed experts
-  // (grouped GEMM in 64-row tiles vs the grouped GEMVs in 16-row tiles): the GEMVs won up to 96
-  // rows (routed experts of a 64-row chunk 244 -> 167 ms, 96 rows 298 -> 276) and lost from 112
-  // (317 -> 333); DSV41_CUDA_MOE_GEMM_MIN_ROWS. A/B knobs of dsv41_bench_cuda_chunks (gemm=N,
-  // moegemm=N).
+  // (grouped GEMM in 64-row tiles vs the grouped GEMVs in tiles of moe_gemv_tile_rows): with
+  // 8-row tiles the GEMVs won to 1024 rows (routed experts, GEMM -> GEMVs: 768 rows 430 -> 301
+  // ms, 1024 rows 462 -> 378) and lost at 2048 (566 -> 682); 1409 is the interpolated crossover
+  // (H100, docs/perf.md "Stop 37"); DSV41_CUDA_MOE_GEMM_MIN_ROWS. A/B knobs of
+  // dsv41_bench_cuda_chunks (gemm=N, moegemm=N).
   int gemm_min_rows = 17;
-  int moe_gemm_min_rows = 97;
+  int moe_gemm_min_rows = 1409;
   // Rows per descriptor (1..16) of the routed experts' grouped GEMVs at steps of 17 to
-  // moe_gemm_min_rows - 1 rows: at 17-96 tokens most chosen experts hold 1-3 rows, and a 16-row
-  // tile takes the 16-row kernel instances (~17-18 µs per 17.9 MB expert against ~12-13 µs for
-  // the 1-8-row instances of decode and verify steps, H100, docs/perf.md "Stop 36"). A/B knob of
-  // dsv41_bench_cuda_chunks (moetile=N).
-  int moe_gemv_tile_rows = 16;
+  // moe_gemm_min_rows - 1 rows: an expert's rows are cut into tiles of this many, each a pass
+  // over its weights. 8 = the decode tensor-core GEMV's B columns (x staged in k chunks past 2
+  // rows). Routed experts of a 64-token chunk: 188 ms with 16-row tiles, 95 with 2, 92 with 8;
+  // 256 / 512 tokens: 278 / 516 ms with 2, 157 / 222 with 8 (H100, docs/perf.md "Stop 37"). A/B
+  // knob of dsv41_bench_cuda_chunks and dsv41_bench_cuda_forward (moetile=N).
+  int moe_gemv_tile_rows = 8;
   // GEMMs whose grid is small (short chunks; narrow outputs such as the router gate) split k over
   // more blocks (kernels::gemm_k_splits), partials in a 32 MiB workspace: a 17-token chunk 186 ->
   // 116 ms, 64 tokens 350 -> 273, 512 tokens 602 -> 556 (H100); 2048 unchanged. An A/B knob of

@@ -66,10 +66,16 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
   m->embed_ = DeviceBuffer(w.embed.nbytes());
   m->embed_.upload(w.embed.data, w.embed.nbytes());
   if (opts.gemv_tc) {
-    // Also the x split of the routed experts' tensor-core GEMV at the longest step that stays on
-    // the GEMVs (moe_gemm_min_rows - 1 rows: 576 slots x 5120 = 18 MB at the default 97), up to
-    // 64 MiB; a step whose split does not fit takes the CUDA-core GEMV.
-    const int64_t gemv_steps = std::min<int64_t>(opts.max_chunk, opts.moe_gemm_min_rows - 1);
+    // Where routed descriptors of longer steps may exceed what the decode tensor-core GEMV takes
+    // (moe_gemv_tile_rows > fp4_tc_decode_max_rows) and reach fp4_tc_min_rows, also the x split
+    // of the routed experts' tensor-core GEMV at the longest step that stays on the GEMVs
+    // (moe_gemm_min_rows - 1 rows x k slots x 5120), up to 64 MiB; a step whose split does not
+    // fit takes the CUDA-core GEMV.
+    const bool moe_split = opts.moe_gemv_tile_rows > opts.fp4_tc_decode_max_rows &&
+                           opts.moe_gemv_tile_rows >= opts.fp4_tc_min_rows;
+    const int64_t gemv_steps = moe_split
+                                   ? std::min<int64_t>(opts.max_chunk, opts.moe_gemm_min_rows - 1)
+                                   : kernels::kMoeGemvMaxRows;
     const size_t moe_bytes = std::min<size_t>(
         size_t{64} << 20, kernels::moe_grouped_fp4_gemv_tc_workspace_bytes(
                               gemv_steps * t.num_experts_per_tok,
