@@ -225,10 +225,10 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   auto* xgu = ws.desc_x_gate_up.as<kernels::MoeGemvDesc>();
   auto* xd = ws.desc_x_down.as<kernels::MoeGemvDesc>();
   // Descriptors for this call's T (not the workspace's max_chunk): empty ones still cost a launch
-  // slot per block row. Steps of moe_gemm_min_rows+ rows (default 97) take 64-row tiles and the
-  // GEMMs (FP4: tensor-core tiles decoded to bf16; EXL3: each weight decoded once per 64 rows),
-  // shorter ones 16-row tiles and the GEMVs (steps of 17+ rows: long_tile_rows_, so that an
-  // expert's 1-3 rows do not take the 16-row kernel instances).
+  // slot per block row. Steps of moe_gemm_min_rows+ rows (default 1409) take 64-row tiles and
+  // the GEMMs (FP4: tensor-core tiles decoded to bf16; EXL3: each weight decoded once per 64
+  // rows), shorter ones the GEMVs: steps of 17+ rows in tiles of long_tile_rows_ (default 8: the
+  // decode tensor-core GEMV's rows per pass), steps of <= 16 rows one tile per expert.
   const bool gemm = T >= routed_gemm_min_rows_;
   const int tile = gemm                           ? kernels::kMoeGemmTileRows
                    : T > kernels::kMoeGemvMaxRows ? long_tile_rows_
