@@ -320,6 +320,8 @@ TEST_CASE("cuda forward: bad inputs are rejected naming what is wrong", "[kernel
        "CudaForwardOptions.moe_gemm_min_rows = 4098 is outside [17, 4097]"},
       {[](auto& o) { o.moe_gemv_tile_rows = 0; },
        "CudaForwardOptions.moe_gemv_tile_rows = 0 is outside [1, 16]"},
+      {[](auto& o) { o.moe_exl3_gemm_min_rows = 16; },
+       "CudaForwardOptions.moe_exl3_gemm_min_rows = 16 is outside [17, 4097]"},
   };
   for (const auto& [set, message] : bad) {
     cuda::CudaForwardOptions o;
@@ -357,23 +359,24 @@ TEST_CASE("cuda forward: the tiny EXL3 (Spark layout) model matches the CPU back
   REQUIRE(cpu->expert_bank() != nullptr);
   const int64_t V = cpu->config().text.vocab_size;
   // max_chunk 32: the 37-token prompt runs as 32 + 5; the 32-row step's routed experts (FP4 and
-  // EXL3 of the same layers) take the grouped GEMMs with moe_gemm_min_rows 17 and the grouped
-  // GEMVs in 16-row tiles with the default (97).
+  // EXL3 of the same layers) take the grouped GEMMs with moe_exl3_gemm_min_rows 17 and the
+  // grouped GEMVs in 16-row tiles with the default (97; a layer with EXL3 experts follows it, not
+  // moe_gemm_min_rows).
   Golden g{SafetensorsFile::open(fixture("golden/tiny8") + "/golden.safetensors")};
   const std::vector<int32_t> prompt1 = g.i32("prompt1.input_ids");
   cuda::CudaForwardOptions opts;
   opts.max_chunk = 32;
   opts.max_context = 1024;
-  for (int moe_gemm_min_rows : {17, opts.moe_gemm_min_rows}) {
+  for (int exl3_gemm_min_rows : {17, opts.moe_exl3_gemm_min_rows}) {
     cuda::CudaForwardOptions o = opts;
-    o.moe_gemm_min_rows = moe_gemm_min_rows;
+    o.moe_exl3_gemm_min_rows = exl3_gemm_min_rows;
     std::unique_ptr<cuda::CudaTransformer> gpu = cuda::CudaTransformer::upload(*cpu, o);
     REQUIRE(gpu->load_report().exl3_experts == static_cast<int>(tiny.bank_k.size()));
     for (const std::vector<int64_t>& plan :
          {std::vector<int64_t>{37}, std::vector<int64_t>{7, 13, 17}, std::vector<int64_t>(37, 1)}) {
       const std::string what =
-          fmt::format("tiny exl3 prompt1 in {} calls, moe_gemm_min_rows {}, cuda vs cpu",
-                      plan.size(), moe_gemm_min_rows);
+          fmt::format("tiny exl3 prompt1 in {} calls, moe_exl3_gemm_min_rows {}, cuda vs cpu",
+                      plan.size(), exl3_gemm_min_rows);
       require_logits(what, run_cuda(*gpu, prompt1, plan), run_cpu(*cpu, prompt1, plan), V,
                      kCudaVsCpuTol);
     }

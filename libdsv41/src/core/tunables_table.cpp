@@ -10,6 +10,11 @@ constexpr TunableSpec kSpecs[] = {
     {"DSV41_BACKEND", TunableType::kString, "cpu",
      "where the forward runs: cpu (the reference) or cuda (the current GPU; world 1, release "
      "FP8/FP4 checkpoints); ModelParams.backend overrides"},
+    {"DSV41_CUDA_EXL3_GEMM_MIN_ROWS", TunableType::kInt, "97",
+     "CUDA backend: DSV41_CUDA_MOE_GEMM_MIN_ROWS for layers that hold EXL3 experts (the Spark "
+     "checkpoint's banks), whose grouped GEMV multiplies every row on the CUDA cores: steps of "
+     "this many rows take the grouped EXL3 GEMM, shorter ones the GEMV in 16-row tiles (stop "
+     "36's rule; the EXL3 crossover is unmeasured on any GPU)"},
     {"DSV41_CUDA_MAX_CHUNK", TunableType::kInt, "2048",
      "CUDA backend: tokens per device step (workspace rows, 1..4096; the released geometry's "
      "workspace is ~3.4 GB at 2048); longer prefills are cut into steps of this many"},

@@ -127,6 +127,7 @@ std::unique_ptr<ForwardBackend> make_cuda_backend(const Transformer& t,
   o.data_comm = opts.data_comm;
   o.side_streams = opts.side_streams;
   o.moe_gemm_min_rows = opts.moe_gemm_min_rows;
+  o.moe_exl3_gemm_min_rows = opts.moe_exl3_gemm_min_rows;
   return std::make_unique<CudaBackend>(cuda::CudaTransformer::upload(t, o),
                                        t.config().text.vocab_size);
 }

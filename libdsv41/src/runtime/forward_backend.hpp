@@ -97,6 +97,8 @@ struct CudaBackendOptions {
   bool side_streams = true;         // independent work on second streams (DSV41_CUDA_SIDE_STREAMS)
   int moe_gemm_min_rows = 1409;     // routed experts on the GEMM from this many rows, 17..4097
                                     // (DSV41_CUDA_MOE_GEMM_MIN_ROWS)
+  int moe_exl3_gemm_min_rows = 97;  // the same for layers with EXL3 experts
+                                    // (DSV41_CUDA_EXL3_GEMM_MIN_ROWS)
   // TP ranks: the collective of the forward's all-reduces and logits gather when it is not the
   // Transformer's own link (DSV41_TP_NCCL: TpNccl on device buffers); must outlive the backend.
   parallel::TpComm* data_comm = nullptr;

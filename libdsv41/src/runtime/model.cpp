@@ -175,6 +175,10 @@ Result<Model> Model::load(const ModelParams& params) {
       DSV41_CHECK(moe_gemm >= 17 && moe_gemm <= 4097, kInvalidArgument,
                   "DSV41_CUDA_MOE_GEMM_MIN_ROWS = {} is outside [17, 4097]", moe_gemm);
       o.moe_gemm_min_rows = static_cast<int>(moe_gemm);
+      const int64_t exl3_gemm = tun.get_int("DSV41_CUDA_EXL3_GEMM_MIN_ROWS");
+      DSV41_CHECK(exl3_gemm >= 17 && exl3_gemm <= 4097, kInvalidArgument,
+                  "DSV41_CUDA_EXL3_GEMM_MIN_ROWS = {} is outside [17, 4097]", exl3_gemm);
+      o.moe_exl3_gemm_min_rows = static_cast<int>(exl3_gemm);
       o.max_chunk = static_cast<int>(chunk);
       o.max_context = context;
       o.data_comm = impl->data_comm.get();

@@ -105,6 +105,12 @@ TEST_CASE("model: CUDA tunables out of range are rejected naming the variable",
   REQUIRE(m.status().code() == ErrorCode::kInvalidArgument);
   REQUIRE_THAT(m.status().message(),
                Catch::Contains("DSV41_CUDA_MOE_GEMM_MIN_ROWS = 16 is outside [17, 4097]"));
+  ::setenv("DSV41_CUDA_EXL3_GEMM_MIN_ROWS", "4098", 1);
+  auto e = load_tiny8("cuda");
+  ::unsetenv("DSV41_CUDA_EXL3_GEMM_MIN_ROWS");
+  REQUIRE(e.status().code() == ErrorCode::kInvalidArgument);
+  REQUIRE_THAT(e.status().message(),
+               Catch::Contains("DSV41_CUDA_EXL3_GEMM_MIN_ROWS = 4098 is outside [17, 4097]"));
 }
 
 TEST_CASE("model: DSV41_TP_NCCL with the CPU backend is refused naming both settings",

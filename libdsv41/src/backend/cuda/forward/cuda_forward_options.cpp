@@ -28,6 +28,9 @@ void CudaForwardOptions::validate() const {
               "CudaForwardOptions.moe_gemm_min_rows = {} is outside [17, 4097]", moe_gemm_min_rows);
   DSV41_CHECK(moe_gemv_tile_rows >= 1 && moe_gemv_tile_rows <= 16, kInvalidArgument,
               "CudaForwardOptions.moe_gemv_tile_rows = {} is outside [1, 16]", moe_gemv_tile_rows);
+  DSV41_CHECK(moe_exl3_gemm_min_rows >= 17 && moe_exl3_gemm_min_rows <= 4097, kInvalidArgument,
+              "CudaForwardOptions.moe_exl3_gemm_min_rows = {} is outside [17, 4097]",
+              moe_exl3_gemm_min_rows);
 }
 
 }  // namespace dsv41::cuda

@@ -61,6 +61,12 @@ struct CudaForwardOptions {
   // 256 / 512 tokens: 278 / 516 ms with 2, 157 / 222 with 8 (H100, docs/perf.md "Stop 37"). A/B
   // knob of dsv41_bench_cuda_chunks and dsv41_bench_cuda_forward (moetile=N).
   int moe_gemv_tile_rows = 8;
+  // moe_gemm_min_rows for layers that hold EXL3 experts (the Spark checkpoint's banks): their
+  // grouped GEMV decodes the trellis on the CUDA cores once per descriptor and multiplies every
+  // row there, so the crossovers above (measured on FP4 experts) do not carry over; such layers
+  // keep stop 36's rule, GEMM from 97 rows and one 16-row tile per expert below, until measured
+  // (DSV41_CUDA_EXL3_GEMM_MIN_ROWS).
+  int moe_exl3_gemm_min_rows = 97;
   // GEMMs whose grid is small (short chunks; narrow outputs such as the router gate) split k over
   // more blocks (kernels::gemm_k_splits), partials in a 32 MiB workspace: a 17-token chunk 186 ->
   // 116 ms, 64 tokens 350 -> 273, 512 tokens 602 -> 556 (H100); 2048 unchanged. An A/B knob of

@@ -38,9 +38,10 @@ void DeviceMoe::set_gemv_scratch(void* p, size_t bytes, int tc_min_rows, int tc_
     lin->set_gemv_scratch(p, bytes);
 }
 
-void DeviceMoe::set_gemm(int dense_min_rows, int routed_min_rows, int long_tile_rows,
-                         void* workspace, size_t bytes) {
+void DeviceMoe::set_gemm(int dense_min_rows, int routed_min_rows, int exl3_min_rows,
+                         int long_tile_rows, void* workspace, size_t bytes) {
   routed_gemm_min_rows_ = routed_min_rows;
+  exl3_gemm_min_rows_ = exl3_min_rows;
   long_tile_rows_ = long_tile_rows;
   auto set = [&](DeviceLinear& lin) {
     lin.set_gemm_min_rows(dense_min_rows);
@@ -225,14 +226,16 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   auto* xgu = ws.desc_x_gate_up.as<kernels::MoeGemvDesc>();
   auto* xd = ws.desc_x_down.as<kernels::MoeGemvDesc>();
   // Descriptors for this call's T (not the workspace's max_chunk): empty ones still cost a launch
-  // slot per block row. Steps of moe_gemm_min_rows+ rows (default 1409) take 64-row tiles and
-  // the GEMMs (FP4: tensor-core tiles decoded to bf16; EXL3: each weight decoded once per 64
-  // rows), shorter ones the GEMVs: steps of 17+ rows in tiles of long_tile_rows_ (default 8: the
-  // decode tensor-core GEMV's rows per pass), steps of <= 16 rows one tile per expert.
-  const bool gemm = T >= routed_gemm_min_rows_;
-  const int tile = gemm                           ? kernels::kMoeGemmTileRows
-                   : T > kernels::kMoeGemvMaxRows ? long_tile_rows_
-                                                  : kernels::kMoeGemvMaxRows;
+  // slot per block row. Steps of moe_gemm_min_rows+ rows (default 1409; a layer with EXL3
+  // experts: moe_exl3_gemm_min_rows, 97) take 64-row tiles and the GEMMs (FP4: tensor-core tiles
+  // decoded to bf16; EXL3: each weight decoded once per 64 rows), shorter ones the GEMVs: steps
+  // of 17+ rows of an FP4-only layer in tiles of long_tile_rows_ (default 8: the decode
+  // tensor-core GEMV's rows per pass), other steps one 16-row tile per expert.
+  const bool has_x = !exl3_.empty();
+  const bool gemm = T >= (has_x ? exl3_gemm_min_rows_ : routed_gemm_min_rows_);
+  const int tile = gemm                                     ? kernels::kMoeGemmTileRows
+                   : T > kernels::kMoeGemvMaxRows && !has_x ? long_tile_rows_
+                                                            : kernels::kMoeGemvMaxRows;
   const int64_t cap = kernels::moe_tile_capacity(T, k, El, tile);
   DSV41_CHECK(cap <= ws.desc_capacity && ws.slots <= 0x7FFFFFFF, kInternal,
               "layer {}: {} MoE descriptors exceed the {} of the workspace", l, cap,
@@ -242,7 +245,6 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   // Per format: w1 then w3 in one array (one grouped launch for gate and up), w2 apart (it reads
   // g). An EXL3 record table doubles as its own scale table (the builder only copies entries).
   // Both formats' tables are written by one launch.
-  const bool has_x = !exl3_.empty();
   kernels::MoeTileSet sets[6];
   int n_sets = 0;
   if (has_fp4_) {
