@@ -8,7 +8,8 @@
 // size are timed one after another (enqueue + sync; logits of every row stay on the device), the
 // median printed with tokens/s and ms per token, then one chunk is profiled by segment.
 // Usage: dsv41_bench_cuda_chunks DIR [chunks=16,32,64,128,256,512] [context=4096] [repeats=3]
-//                                [gemm=ROWS] [moegemm=ROWS] [moetile=ROWS] [splitk=0]
+//                                [gemm=ROWS] [moegemm=ROWS] [moetile=ROWS] [exl3gemm=ROWS]
+//                                [splitk=0]
 //                                [x=fp32|bf16x2|bf16]
 #include <algorithm>
 #include <cstdio>
@@ -36,12 +37,13 @@ using dsv41::cuda::DeviceSequence;
 int usage() {
   std::fprintf(stderr,
                "usage: dsv41_bench_cuda_chunks DIR [chunks=16,32,64,128,256,512] [context=4096] "
-               "[repeats=3] [gemm=ROWS] [moegemm=ROWS] [moetile=ROWS] [splitk=0] "
+               "[repeats=3] [gemm=ROWS] [moegemm=ROWS] [moetile=ROWS] [exl3gemm=ROWS] [splitk=0] "
                "[x=fp32|bf16x2|bf16]\n"
                "  gemm=ROWS: layer projections take the GEMM from ROWS rows "
                "(CudaForwardOptions::gemm_min_rows, 17..4097)\n"
                "  moegemm=ROWS: routed experts likewise (moe_gemm_min_rows, 17..4097)\n"
                "  moetile=ROWS: rows per routed descriptor below that (moe_gemv_tile_rows, 1..16)\n"
+               "  exl3gemm=ROWS: moegemm for layers with EXL3 experts (moe_exl3_gemm_min_rows)\n"
                "  splitk=0: no split-K for small GEMM grids (gemm_split_k off)\n");
   return 2;
 }
@@ -59,6 +61,8 @@ int run(int argc, char** argv) {
       opts.gemm_min_rows = std::atoi(a.c_str() + 5);
     } else if (a.rfind("moegemm=", 0) == 0) {
       opts.moe_gemm_min_rows = std::atoi(a.c_str() + 8);
+    } else if (a.rfind("exl3gemm=", 0) == 0) {
+      opts.moe_exl3_gemm_min_rows = std::atoi(a.c_str() + 9);
     } else if (a.rfind("moetile=", 0) == 0) {
       opts.moe_gemv_tile_rows = std::atoi(a.c_str() + 8);
     } else if (a == "splitk=0") {
