@@ -81,36 +81,29 @@ TEST_CASE("model: backend cuda matches the reference or fails naming CUDA",
 TEST_CASE("model: CUDA tunables out of range are rejected naming the variable",
           "[golden][runtime][backend]") {
   // Checked before any device work, so the same answer with or without a GPU.
-  ::setenv("DSV41_CUDA_MAX_CHUNK", "5000000000", 1);  // would wrap to a valid int if truncated
-  auto r = load_tiny8("cuda");
-  ::unsetenv("DSV41_CUDA_MAX_CHUNK");
-  REQUIRE(r.status().code() == ErrorCode::kInvalidArgument);
-  REQUIRE_THAT(r.status().message(),
-               Catch::Contains("DSV41_CUDA_MAX_CHUNK = 5000000000 is outside [1, 4096]"));
-  ::setenv("DSV41_CUDA_MAX_CONTEXT", "0", 1);
-  auto c = load_tiny8("cuda");
-  ::unsetenv("DSV41_CUDA_MAX_CONTEXT");
-  REQUIRE(c.status().code() == ErrorCode::kInvalidArgument);
-  REQUIRE_THAT(c.status().message(), Catch::Contains("DSV41_CUDA_MAX_CONTEXT = 0 must be >= 1"));
-  ::setenv("DSV41_CUDA_PREFILL_X", "fp16", 1);
-  auto x = load_tiny8("cuda");
-  ::unsetenv("DSV41_CUDA_PREFILL_X");
-  REQUIRE(x.status().code() == ErrorCode::kInvalidArgument);
-  REQUIRE_THAT(x.status().message(),
-               Catch::Contains("DSV41_CUDA_PREFILL_X = \"fp16\" must be \"fp32\", \"bf16x2\" or "
-                               "\"bf16\""));
-  ::setenv("DSV41_CUDA_MOE_GEMM_MIN_ROWS", "16", 1);
-  auto m = load_tiny8("cuda");
-  ::unsetenv("DSV41_CUDA_MOE_GEMM_MIN_ROWS");
-  REQUIRE(m.status().code() == ErrorCode::kInvalidArgument);
-  REQUIRE_THAT(m.status().message(),
-               Catch::Contains("DSV41_CUDA_MOE_GEMM_MIN_ROWS = 16 is outside [17, 4097]"));
-  ::setenv("DSV41_CUDA_EXL3_GEMM_MIN_ROWS", "4098", 1);
-  auto e = load_tiny8("cuda");
-  ::unsetenv("DSV41_CUDA_EXL3_GEMM_MIN_ROWS");
-  REQUIRE(e.status().code() == ErrorCode::kInvalidArgument);
-  REQUIRE_THAT(e.status().message(),
-               Catch::Contains("DSV41_CUDA_EXL3_GEMM_MIN_ROWS = 4098 is outside [17, 4097]"));
+  const struct {
+    const char* name;
+    const char* value;
+    const char* message;
+  } cases[] = {
+      {"DSV41_CUDA_MAX_CHUNK", "5000000000",  // would wrap to a valid int if truncated
+       "DSV41_CUDA_MAX_CHUNK = 5000000000 is outside [1, 4096]"},
+      {"DSV41_CUDA_MAX_CONTEXT", "0", "DSV41_CUDA_MAX_CONTEXT = 0 must be >= 1"},
+      {"DSV41_CUDA_PREFILL_X", "fp16",
+       "DSV41_CUDA_PREFILL_X = \"fp16\" must be \"fp32\", \"bf16x2\" or \"bf16\""},
+      {"DSV41_CUDA_MOE_GEMM_MIN_ROWS", "16",
+       "DSV41_CUDA_MOE_GEMM_MIN_ROWS = 16 is outside [17, 4097]"},
+      {"DSV41_CUDA_EXL3_GEMM_MIN_ROWS", "4098",
+       "DSV41_CUDA_EXL3_GEMM_MIN_ROWS = 4098 is outside [17, 4097]"},
+  };
+  for (const auto& c : cases) {
+    ::setenv(c.name, c.value, 1);
+    auto r = load_tiny8("cuda");
+    ::unsetenv(c.name);
+    INFO(c.name << " = " << c.value);
+    REQUIRE(r.status().code() == ErrorCode::kInvalidArgument);
+    REQUIRE_THAT(r.status().message(), Catch::Contains(c.message));
+  }
 }
 
 TEST_CASE("model: DSV41_TP_NCCL with the CPU backend is refused naming both settings",
