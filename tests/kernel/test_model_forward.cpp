@@ -303,25 +303,12 @@ TEST_CASE("cuda forward: side streams change no bits", "[kernel][model]") {
 TEST_CASE("cuda forward: bad inputs are rejected naming what is wrong", "[kernel][model]") {
   if (skip_without_gpu()) return;
   std::unique_ptr<Transformer> cpu = Transformer::load(fixture("golden/tiny8"), 0);
-  // Each option out of range is refused at upload, naming the field and its range.
+  // upload refuses what CudaForwardOptions::validate refuses (every option:
+  // test_cuda_forward_options.cpp), before any device work.
   const std::vector<std::pair<std::function<void(cuda::CudaForwardOptions&)>, const char*>> bad{
       {[](auto& o) { o.max_chunk = 0; }, "CudaForwardOptions.max_chunk = 0"},
-      {[](auto& o) { o.fp4_tc_min_rows = 0; },
-       "CudaForwardOptions.fp4_tc_min_rows = 0 is outside [1, 17]"},
-      {[](auto& o) { o.fp4_tc_decode_max_rows = 9; },
-       "CudaForwardOptions.fp4_tc_decode_max_rows = 9 is outside [0, 8]"},
-      {[](auto& o) { o.fp4_tc_decode_min_rows = 0; },
-       "CudaForwardOptions.fp4_tc_decode_min_rows = 0 is outside [1, 8]"},
-      {[](auto& o) { o.head_gemm_min_rows = 1; },
-       "CudaForwardOptions.head_gemm_min_rows = 1 is outside [2, 17]"},
-      {[](auto& o) { o.gemm_min_rows = 16; },
-       "CudaForwardOptions.gemm_min_rows = 16 is outside [17, 4097]"},
       {[](auto& o) { o.moe_gemm_min_rows = 4098; },
        "CudaForwardOptions.moe_gemm_min_rows = 4098 is outside [17, 4097]"},
-      {[](auto& o) { o.moe_gemv_tile_rows = 0; },
-       "CudaForwardOptions.moe_gemv_tile_rows = 0 is outside [1, 16]"},
-      {[](auto& o) { o.moe_exl3_gemm_min_rows = 16; },
-       "CudaForwardOptions.moe_exl3_gemm_min_rows = 16 is outside [17, 4097]"},
   };
   for (const auto& [set, message] : bad) {
     cuda::CudaForwardOptions o;
