@@ -118,8 +118,8 @@ __device__ __forceinline__ void row_scales(const float* __restrict__ x,
   __syncthreads();
 }
 
-// Rounds [c0, c1) of x rows [0, rows) split into xs (rows stride_row_u4(c1 - c0) apart). Every
-// thread of the block calls it; ends with a barrier.
+// Rounds [c0, c1) of x rows [0, rows) split into xs (rows stage_row_u4(c1 - c0) uint4s apart).
+// Every thread of the block calls it; ends with a barrier.
 __device__ __forceinline__ void stage_rounds(const float* __restrict__ x,
                                              const int32_t* __restrict__ slot_token, int x_row,
                                              int rows, int64_t in, int64_t c0, int64_t c1,
