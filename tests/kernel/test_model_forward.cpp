@@ -345,25 +345,26 @@ TEST_CASE("cuda forward: the tiny EXL3 (Spark layout) model matches the CPU back
   std::unique_ptr<Transformer> cpu = Transformer::load(tiny.exl3_dir, 0);
   REQUIRE(cpu->expert_bank() != nullptr);
   const int64_t V = cpu->config().text.vocab_size;
-  // max_chunk 32: the 37-token prompt runs as 32 + 5; the 32-row step's routed experts (FP4 and
-  // EXL3 of the same layers) take the grouped GEMMs with moe_exl3_gemm_min_rows 17 and the
-  // grouped GEMVs in 16-row tiles with the default (97; a layer with EXL3 experts follows it, not
-  // moe_gemm_min_rows).
+  // max_chunk 32: the 37-token prompt runs as 32 + 5; the 32-row step's routed experts take the
+  // grouped GEMMs with both thresholds at 17 (FP4 and EXL3 of the EXL3 layers, FP4 of the others)
+  // and the grouped GEMVs with the defaults (layers with EXL3 experts: 16-row tiles below
+  // moe_exl3_gemm_min_rows 97; FP4-only layers: 8-row tiles below moe_gemm_min_rows 1409).
   Golden g{SafetensorsFile::open(fixture("golden/tiny8") + "/golden.safetensors")};
   const std::vector<int32_t> prompt1 = g.i32("prompt1.input_ids");
   cuda::CudaForwardOptions opts;
   opts.max_chunk = 32;
   opts.max_context = 1024;
-  for (int exl3_gemm_min_rows : {17, opts.moe_exl3_gemm_min_rows}) {
+  for (const bool gemm : {true, false}) {
     cuda::CudaForwardOptions o = opts;
-    o.moe_exl3_gemm_min_rows = exl3_gemm_min_rows;
+    if (gemm) o.moe_gemm_min_rows = o.moe_exl3_gemm_min_rows = 17;
     std::unique_ptr<cuda::CudaTransformer> gpu = cuda::CudaTransformer::upload(*cpu, o);
     REQUIRE(gpu->load_report().exl3_experts == static_cast<int>(tiny.bank_k.size()));
     for (const std::vector<int64_t>& plan :
          {std::vector<int64_t>{37}, std::vector<int64_t>{7, 13, 17}, std::vector<int64_t>(37, 1)}) {
-      const std::string what =
-          fmt::format("tiny exl3 prompt1 in {} calls, moe_exl3_gemm_min_rows {}, cuda vs cpu",
-                      plan.size(), exl3_gemm_min_rows);
+      const std::string what = fmt::format(
+          "tiny exl3 prompt1 in {} calls, moe_gemm_min_rows {}, moe_exl3_gemm_min_rows {}, cuda "
+          "vs cpu",
+          plan.size(), o.moe_gemm_min_rows, o.moe_exl3_gemm_min_rows);
       require_logits(what, run_cuda(*gpu, prompt1, plan), run_cpu(*cpu, prompt1, plan), V,
                      kCudaVsCpuTol);
     }
