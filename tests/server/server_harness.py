@@ -92,6 +92,7 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self._drain.join(10)  # the last stderr lines, for callers that print the log on failure
         self.proc.stdout.close()
         self.tmp.cleanup()
         return self.proc.returncode

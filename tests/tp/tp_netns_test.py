@@ -106,7 +106,8 @@ class Proc:
         self.log = []
         self.port = None
         self.listening = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
 
     def _read(self):
         for line in self.p.stderr:
@@ -121,9 +122,14 @@ class Proc:
 
     def wait(self, timeout):
         try:
-            return self.p.wait(timeout=timeout)
+            rc = self.p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             return None
+        # The exit can beat the reader thread to the last stderr lines (CI once saw rank 1's
+        # mismatch message missing from text() right after wait()); the pipe closes at exit, so
+        # the join ends as soon as the thread has read them.
+        self.reader.join(10)
+        return rc
 
     def stop(self, sig=15, timeout=30):
         if self.p.poll() is None:
