@@ -181,7 +181,9 @@ int run(int argc, char** argv) {
         "  (CudaForwardOptions::head_gemm_min_rows, 2..17, default 5; 17: never)\n"
         "  splitk=0: no split-K for small GEMM grids (CudaForwardOptions::gemm_split_k)\n"
         "  moetile=ROWS: routed GEMV descriptors of at most ROWS rows in steps of more\n"
-        "  (CudaForwardOptions::moe_gemv_tile_rows, 1..16)\n");
+        "  (CudaForwardOptions::moe_gemv_tile_rows, 1..16)\n"
+        "  verifytile=ROWS: routed descriptors of at most ROWS rows in steps of 2..16 rows\n"
+        "  (CudaForwardOptions::moe_verify_tile_rows, 1..16, default 16)\n");
     return 2;
   }
   const std::string dir = argv[1];
@@ -198,6 +200,7 @@ int run(int argc, char** argv) {
   int head_gemm_min_rows = dsv41::cuda::CudaForwardOptions{}.head_gemm_min_rows;
   bool gemm_split_k = dsv41::cuda::CudaForwardOptions{}.gemm_split_k;
   int moe_gemv_tile_rows = dsv41::cuda::CudaForwardOptions{}.moe_gemv_tile_rows;
+  int moe_verify_tile_rows = dsv41::cuda::CudaForwardOptions{}.moe_verify_tile_rows;
   for (int i = 6; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("capture=", 0) == 0) {
@@ -218,6 +221,8 @@ int run(int argc, char** argv) {
       gemm_split_k = false;
     } else if (a.rfind("moetile=", 0) == 0) {
       moe_gemv_tile_rows = std::atoi(a.c_str() + 8);
+    } else if (a.rfind("verifytile=", 0) == 0) {
+      moe_verify_tile_rows = std::atoi(a.c_str() + 11);
     } else if (a == "streams=1") {
       side_streams = false;
     } else if (a == "x=fp32" || a == "x=bf16x2" || a == "x=bf16") {
@@ -254,6 +259,7 @@ int run(int argc, char** argv) {
   opts.head_gemm_min_rows = head_gemm_min_rows;
   opts.gemm_split_k = gemm_split_k;
   opts.moe_gemv_tile_rows = moe_gemv_tile_rows;
+  opts.moe_verify_tile_rows = moe_verify_tile_rows;
   opts.max_context =  // the first context also runs a profiled prefill chunk; capture 2 steps
       *std::max_element(contexts.begin(), contexts.end()) + 2 * chunk +
       (repeats + 4) * max_rows * 2 + 2 * capture_rows;

@@ -32,6 +32,10 @@ TEST_CASE("CudaForwardOptions::validate names the option out of range", "[unit][
        "CudaForwardOptions.moe_gemv_tile_rows = 0 is outside [1, 16]"},
       {[](auto& o) { o.moe_gemv_tile_rows = 17; },
        "CudaForwardOptions.moe_gemv_tile_rows = 17 is outside [1, 16]"},
+      {[](auto& o) { o.moe_verify_tile_rows = 0; },
+       "CudaForwardOptions.moe_verify_tile_rows = 0 is outside [1, 16]"},
+      {[](auto& o) { o.moe_verify_tile_rows = 17; },
+       "CudaForwardOptions.moe_verify_tile_rows = 17 is outside [1, 16]"},
       {[](auto& o) { o.moe_exl3_gemm_min_rows = 16; },
        "CudaForwardOptions.moe_exl3_gemm_min_rows = 16 is outside [17, 4097]"},
   };

@@ -209,6 +209,26 @@ TEST_CASE("cuda forward: prompts on the GEMVs in 16-row pieces match the oracle"
   }
 }
 
+// CudaForwardOptions::moe_verify_tile_rows: the 7-, 13- and 16-row steps (16-token device chunks)
+// with each expert's rows in 2-row descriptors (the decode tensor-core GEMV's 2-row form) and in
+// 1-row ones (the CUDA-core GEMV with the gather folded in), against the CPU and the oracle.
+TEST_CASE("cuda forward: verify-size steps in 2- and 1-row expert tiles match the oracle",
+          "[kernel][model]") {
+  if (skip_without_gpu()) return;
+  const std::string dir = fixture("golden/tiny8");
+  Golden g{SafetensorsFile::open(dir + "/golden.safetensors")};
+  std::unique_ptr<Transformer> cpu = Transformer::load(dir, 0);
+  const int64_t V = cpu->config().text.vocab_size;
+  cuda::CudaForwardOptions opts;
+  opts.max_chunk = 16;
+  opts.max_context = 1024;
+  for (int tile : {2, 1}) {
+    opts.moe_verify_tile_rows = tile;
+    std::unique_ptr<cuda::CudaTransformer> gpu = cuda::CudaTransformer::upload(*cpu, opts);
+    check_tiny8_prompts(*cpu, *gpu, g, V, fmt::format("{}-row verify tiles, ", tile));
+  }
+}
+
 TEST_CASE("cuda forward: tiny40 logits vs the CPU backend", "[kernel][model]") {
   if (skip_without_gpu()) return;
   const std::string dir = fixture("golden/tiny40");

@@ -24,6 +24,8 @@ struct DispatchCase {
   int begin, end;  // this rank's experts
   int n_sets;
   bool images;
+  int tile =
+      kernels::kMoeGemvMaxRows;  // descriptor rows (CudaForwardOptions::moe_verify_tile_rows)
 };
 
 // The outputs of one way of running the step, poisoned before it runs.
@@ -67,10 +69,10 @@ void require_same(const std::string& where, const char* what, const cuda::Device
 
 void run_dispatch(const DispatchCase& c, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  const int n_local = c.end - c.begin, tile = kernels::kMoeGemvMaxRows;
+  const int n_local = c.end - c.begin, tile = c.tile;
   const std::string where =
-      fmt::format("T {} E {} k {} range [{}, {}) sets {} images {} seed {:#x}", c.T, c.E, c.k,
-                  c.begin, c.end, c.n_sets, c.images, seed);
+      fmt::format("T {} E {} k {} range [{}, {}) sets {} images {} tile {} seed {:#x}", c.T, c.E,
+                  c.k, c.begin, c.end, c.n_sets, c.images, c.tile, seed);
   // Logits ~ 3·N(0, 1) (spread scores), biases small: distinct top-k sets across tokens.
   std::vector<float> logits = random_normal(size_t(c.T) * c.E, rng), bias = random_normal(c.E, rng),
                      bias_vl = random_normal(c.E, rng);
@@ -165,6 +167,14 @@ TEST_CASE("moe_route_dispatch equals moe_route + moe_permute + moe_expert_tile_s
     }
   run_dispatch({16, 1024, 64, 0, 512, 2, true}, seed + n++);  // the limits: k 64, 512 local
   run_dispatch({3, 1, 1, 0, 1, 1, false}, seed + n++);        // one expert
+  // Verify steps in 2- and 1-row tiles (CudaForwardOptions::moe_verify_tile_rows): an expert's
+  // rows split over several descriptors, capacity at its largest.
+  for (const int tile : {2, 1})
+    for (const int64_t T : {2, 7, 16}) {
+      run_dispatch({T, 384, 6, 0, 384, 3, false, tile}, seed + n++);
+      run_dispatch({T, 8, 2, 0, 8, 3, false, tile}, seed + n++);  // most tokens share experts
+      run_dispatch({T, 384, 6, 192, 384, 6, true, tile}, seed + n++);
+    }
 }
 
 TEST_CASE("moe_route_dispatch rejects unsupported arguments", "[kernel][moe]") {

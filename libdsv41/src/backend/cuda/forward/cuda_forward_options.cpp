@@ -29,6 +29,7 @@ void CudaForwardOptions::validate() const {
   check_range("gemm_min_rows", gemm_min_rows, 17, 4097);
   check_range("moe_gemm_min_rows", moe_gemm_min_rows, 17, 4097);
   check_range("moe_gemv_tile_rows", moe_gemv_tile_rows, 1, 16);
+  check_range("moe_verify_tile_rows", moe_verify_tile_rows, 1, 16);
   check_range("moe_exl3_gemm_min_rows", moe_exl3_gemm_min_rows, 17, 4097);
 }
 

@@ -61,6 +61,14 @@ struct CudaForwardOptions {
   // 256 / 512 tokens: 278 / 516 ms with 2, 157 / 222 with 8 (H100, docs/perf.md "Stop 37"). A/B
   // knob of dsv41_bench_cuda_chunks and dsv41_bench_cuda_forward (moetile=N).
   int moe_gemv_tile_rows = 8;
+  // Rows per descriptor (1..16) of the routed experts at decode and verify steps (2..16 rows) of
+  // an FP4-only layer; 16 keeps one descriptor per expert. At 2 an expert's rows of a verify step
+  // go to the decode tensor-core GEMV's 2-row form in pairs (one pass over its weights per pair):
+  // routed experts of a step, 16 -> 2: 16 rows 63.8 -> 31.8 ms, 6 rows 15.29 -> 14.59, 3 rows
+  // 8.94 -> 8.72 (H100, bench knob, docs/perf.md "Stop 37"). The default stays 16 until the
+  // kernel tier has run the 2- and 1-row tiles of this path (test_moe_dispatch,
+  // test_model_forward). A/B knob of dsv41_bench_cuda_forward (verifytile=N).
+  int moe_verify_tile_rows = 16;
   // moe_gemm_min_rows for layers that hold EXL3 experts (the Spark checkpoint's banks): their
   // grouped GEMV decodes the trellis on the CUDA cores once per descriptor and multiplies every
   // row there, so the crossovers above (measured on FP4 experts) do not carry over; such layers

@@ -126,7 +126,8 @@ std::unique_ptr<CudaTransformer> CudaTransformer::upload(const Transformer& cpu,
     d->ffn.set_prefill_x(opts.prefill_x);
     d->attn.set_gemm(opts.gemm_min_rows, m->gemm_ws_.data(), m->gemm_ws_.bytes());
     d->ffn.set_gemm(opts.gemm_min_rows, opts.moe_gemm_min_rows, opts.moe_exl3_gemm_min_rows,
-                    opts.moe_gemv_tile_rows, m->gemm_ws_.data(), m->gemm_ws_.bytes());
+                    opts.moe_gemv_tile_rows, opts.moe_verify_tile_rows, m->gemm_ws_.data(),
+                    m->gemm_ws_.bytes());
     if (d->engram) d->engram->set_gemm(opts.gemm_min_rows, m->gemm_ws_.data(), m->gemm_ws_.bytes());
     if (d->engram) d->engram->set_prefill_x(opts.prefill_x);
     weight_bytes += d->device_bytes();

@@ -39,10 +39,11 @@ void DeviceMoe::set_gemv_scratch(void* p, size_t bytes, int tc_min_rows, int tc_
 }
 
 void DeviceMoe::set_gemm(int dense_min_rows, int routed_min_rows, int exl3_min_rows,
-                         int long_tile_rows, void* workspace, size_t bytes) {
+                         int long_tile_rows, int verify_tile_rows, void* workspace, size_t bytes) {
   routed_gemm_min_rows_ = routed_min_rows;
   exl3_gemm_min_rows_ = exl3_min_rows;
   long_tile_rows_ = long_tile_rows;
+  verify_tile_rows_ = verify_tile_rows;
   auto set = [&](DeviceLinear& lin) {
     lin.set_gemm_min_rows(dense_min_rows);
     lin.set_gemm_workspace(workspace, bytes);
@@ -230,12 +231,15 @@ void DeviceMoe::forward(const float* xn, int64_t T, const uint8_t* flags, Forwar
   // experts: moe_exl3_gemm_min_rows, 97) take 64-row tiles and the GEMMs (FP4: tensor-core tiles
   // decoded to bf16; EXL3: each weight decoded once per 64 rows), shorter ones the GEMVs: steps
   // of 17+ rows of an FP4-only layer in tiles of long_tile_rows_ (default 8: the decode
-  // tensor-core GEMV's rows per pass), other steps one 16-row tile per expert.
+  // tensor-core GEMV's rows per pass), its decode and verify steps in tiles of
+  // verify_tile_rows_ (default 16: one tile per expert); a layer with EXL3 experts one 16-row tile
+  // per expert.
   const bool has_x = !exl3_.empty();
   const bool gemm = T >= (has_x ? exl3_gemm_min_rows_ : routed_gemm_min_rows_);
-  const int tile = gemm                                     ? kernels::kMoeGemmTileRows
-                   : T > kernels::kMoeGemvMaxRows && !has_x ? long_tile_rows_
-                                                            : kernels::kMoeGemvMaxRows;
+  const int tile = gemm                           ? kernels::kMoeGemmTileRows
+                   : has_x                        ? kernels::kMoeGemvMaxRows
+                   : T > kernels::kMoeGemvMaxRows ? long_tile_rows_
+                                                  : verify_tile_rows_;
   const int64_t cap = kernels::moe_tile_capacity(T, k, El, tile);
   DSV41_CHECK(cap <= ws.desc_capacity && ws.slots <= 0x7FFFFFFF, kInternal,
               "layer {}: {} MoE descriptors exceed the {} of the workspace", l, cap,

@@ -58,12 +58,12 @@ class DeviceMoe {
   void set_gemv_scratch(void* p, size_t bytes, int tc_min_rows = 5, int tc_decode_min_rows = 2,
                         int tc_decode_max_rows = 8);
   // Steps of routed_min_rows+ rows (>= 17; exl3_min_rows+ in a layer with EXL3 experts) run the
-  // routed experts on the grouped GEMMs, fewer on the grouped GEMVs in 16-row tiles (steps of 17+
-  // rows of an FP4-only layer: tiles of long_tile_rows, 1..16); the gate, shared and per-expert
-  // projections take the GEMM from dense_min_rows rows, its split-K partials in `workspace`
-  // (DeviceLinear::set_gemm_*).
+  // routed experts on the grouped GEMMs, fewer on the grouped GEMVs in 16-row tiles (an FP4-only
+  // layer: steps of 17+ rows in tiles of long_tile_rows, steps of 2..16 in tiles of
+  // verify_tile_rows, each 1..16); the gate, shared and per-expert projections take the GEMM from
+  // dense_min_rows rows, its split-K partials in `workspace` (DeviceLinear::set_gemm_*).
   void set_gemm(int dense_min_rows, int routed_min_rows, int exl3_min_rows, int long_tile_rows,
-                void* workspace, size_t bytes);
+                int verify_tile_rows, void* workspace, size_t bytes);
   // The shared expert on `lane` (forked when forward() starts, joined before moe_combine), beside
   // the router chain and the routed experts, which share nothing with it but xn; its tensor-core
   // GEMVs then take `scratch` (not the routed experts' one). Null lane: all on the step's stream.
@@ -89,6 +89,7 @@ class DeviceMoe {
   int routed_gemm_min_rows_ = kernels::kMoeGemvMaxRows + 1;  // steps of more on the GEMMs
   int exl3_gemm_min_rows_ = kernels::kMoeGemvMaxRows + 1;    // ... in a layer with EXL3 experts
   int long_tile_rows_ = kernels::kMoeGemvMaxRows;            // GEMV tile rows at steps of 17+ rows
+  int verify_tile_rows_ = kernels::kMoeGemvMaxRows;          // ... at steps of 2..16 rows
   bool has_fp4_ = false;
   // Device arrays of the experts' weight / scale pointers, [E] each (moe_expert_descriptors).
   DeviceBuffer w1_table_, w1_scales_, w3_table_, w3_scales_, w2_table_, w2_scales_;
