@@ -25,7 +25,7 @@ Status Engine::Impl::lay_out_images(const GenerationRequest& request, EngineRequ
       return Status(ErrorCode::kInvalidArgument,
                     fmt::format("{}: embedding width {} differs from the model's hidden size {}",
                                 field, e.dim, D));
-    if (p.offset < end || p.offset + len > n)
+    if (p.offset < end || p.offset > n || len > n - p.offset)  // no p.offset + len: INT64_MAX
       return Status(ErrorCode::kInvalidArgument,
                     fmt::format("{}.offset = {}: its {} positions must lie inside the {}-token "
                                 "prompt after the previous image (which ends at {})",

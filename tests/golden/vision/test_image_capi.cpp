@@ -208,6 +208,12 @@ TEST_CASE("C ABI: an engine request with an image and log-probabilities", "[gold
   require_status(dsv41_engine_submit_with(engine, prompt.data(), prompt.size(), &greedy, &stop,
                                           &opts, on_engine_event, &ev, nullptr),
                  DSV41_ERR_INVALID_ARGUMENT, "GenerationRequest.images[0]");
+  const int64_t past_int64[1] = {INT64_MAX};  // offset + positions would wrap
+  opts.image_offsets = past_int64;
+  require_status(dsv41_engine_submit_with(engine, prompt.data(), prompt.size(), &greedy, &stop,
+                                          &opts, on_engine_event, &ev, nullptr),
+                 DSV41_ERR_INVALID_ARGUMENT,
+                 "GenerationRequest.images[0].offset = 9223372036854775807");
   opts.image_offsets = offsets;
   opts.top_logprobs = 21;
   require_status(dsv41_engine_submit_with(engine, prompt.data(), prompt.size(), &greedy, &stop,

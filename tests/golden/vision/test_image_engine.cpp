@@ -2,9 +2,12 @@
 // the same prompt, with the span split across prefill chunks; the prefix cache keys images by
 // their pixels; requests with misplaced images are refused by field. Backend-agnostic (both sides
 // run on the backend DSV41_BACKEND selects): test_kernel_image_runtime runs it on CUDA.
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <random>
@@ -143,6 +146,13 @@ TEST_CASE("engine: misplaced images are refused naming the field", "[golden][vis
   GenerationRequest outside = greedy(prompt_with(*a, {}), a, 2);
   outside.images[0].offset = 10;
   expect(outside, "GenerationRequest.images[0].offset = 10");
+  // offset + positions overflows int64 here: the check must not wrap and then write the flags
+  // 2^63 bytes away.
+  for (const int64_t huge : {INT64_MAX, INT64_MAX - 3, int64_t{-5}}) {
+    GenerationRequest far = greedy(prompt_with(*a, {}), a, 2);
+    far.images[0].offset = huge;
+    expect(far, fmt::format("GenerationRequest.images[0].offset = {}", huge));
+  }
   GenerationRequest twice = greedy(prompt_with(*a, {}), a, 2);
   twice.images.push_back(twice.images[0]);
   expect(twice, "GenerationRequest.images[1].offset = 3");
