@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "core/check.hpp"
 
@@ -51,7 +53,7 @@ class Reader {
     if (obj_[key].get(e) || e.is_null()) return;
     int64_t v;
     DSV41_CHECK(!e.get_int64().get(v), kInvalidArgument, "{} must be an integer", where(key));
-    *out = static_cast<T>(v);
+    *out = fits<T>(v, where(key));
   }
   void number(const std::string& key, double* out) const {
     element e;
@@ -87,7 +89,7 @@ class Reader {
       int64_t v;
       DSV41_CHECK(!x.get_int64().get(v), kInvalidArgument, "{}[{}] must be an integer", where(key),
                   i);
-      out->push_back(static_cast<T>(v));
+      out->push_back(fits<T>(v, fmt::format("{}[{}]", where(key), i)));
       ++i;
     }
   }
@@ -102,6 +104,14 @@ class Reader {
   }
 
  private:
+  // v as a T, refused where it does not fit (4294967297 would otherwise become layer count 1).
+  template <typename T>
+  static T fits(int64_t v, const std::string& field) {
+    DSV41_CHECK(std::in_range<T>(v), kInvalidArgument, "{} = {} is outside [{}, {}]", field, v,
+                std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
+    return static_cast<T>(v);
+  }
+
   object obj_;
   std::string origin_, section_;
 };

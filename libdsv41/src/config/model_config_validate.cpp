@@ -1,6 +1,7 @@
 // ModelConfig::validate(): every key and cross-key rule, and the per-layer role derivation
 // (spec model-architecture.md §1.2, §2.1, §2.6). Messages name the key ("text_config.<key>").
 #include <algorithm>
+#include <cmath>
 
 #include "config/model_config.hpp"
 #include "core/check.hpp"
@@ -75,11 +76,25 @@ void check_text(const TextConfig& t) {
   CFG_CHECK(t.hc_eps >= 0, "text_config.hc_eps = {} must be >= 0", t.hc_eps);
   CFG_CHECK(t.gate_temp > 0, "text_config.gate_temp = {} must be positive", t.gate_temp);
   CFG_CHECK(t.swiglu_limit >= 0, "text_config.swiglu_limit = {} must be >= 0", t.swiglu_limit);
+  // RoPE bases: ln(base) divides YaRN's correction dims and base^(2i/d) must grow with i, so a
+  // base <= 1 gives inf/NaN or inverted frequencies (-10000 made 7 of 8 inverse frequencies
+  // non-finite); JSON has no inf, but 1e-400 reads as 0.
+  CFG_CHECK(std::isfinite(t.rope_theta) && t.rope_theta > 1,
+            "text_config.rope_theta = {} must be a finite number > 1", t.rope_theta);
+  CFG_CHECK(std::isfinite(t.compress_rope_theta) && t.compress_rope_theta > 1,
+            "text_config.compress_rope_theta = {} must be a finite number > 1",
+            t.compress_rope_theta);
   const auto& rs = t.rope_scaling;
   DSV41_CHECK(rs.rope_type.empty() || rs.rope_type == "yarn", kUnsupported,
               "text_config.rope_scaling.rope_type = '{}' is not supported (yarn)", rs.rope_type);
   if (rs.rope_type == "yarn") {
-    CFG_CHECK(rs.factor > 0, "text_config.rope_scaling.factor = {} must be positive", rs.factor);
+    CFG_CHECK(std::isfinite(rs.factor) && rs.factor > 0,
+              "text_config.rope_scaling.factor = {} must be positive", rs.factor);
+    // ln(max_pos / (beta · 2π)): a negative beta is NaN (0 means HF's default, 32 / 1).
+    CFG_CHECK(std::isfinite(rs.beta_fast) && rs.beta_fast >= 0,
+              "text_config.rope_scaling.beta_fast = {} must be >= 0", rs.beta_fast);
+    CFG_CHECK(std::isfinite(rs.beta_slow) && rs.beta_slow >= 0,
+              "text_config.rope_scaling.beta_slow = {} must be >= 0", rs.beta_slow);
     CFG_CHECK(rs.original_max_position_embeddings > 0,
               "text_config.rope_scaling.original_max_position_embeddings must be positive");
   }

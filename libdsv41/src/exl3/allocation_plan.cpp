@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -130,6 +131,10 @@ AllocationPlan AllocationPlan::parse(std::string_view text, const std::string& o
       DSV41_CHECK(!e.get_int64().get(id) && id >= 0, kCorruptFile,
                   "{}: plan field 'keep_native.{}' holds a non-integer or negative expert id",
                   origin, key);
+      // 2^32 would otherwise become expert 0 (and pass the bank's expert-count check).
+      DSV41_CHECK(id <= std::numeric_limits<int>::max(), kCorruptFile,
+                  "{}: plan field 'keep_native.{}' holds expert id {}, past the int range", origin,
+                  key, id);
       plan.keep_native[l].insert(static_cast<int>(id));
     }
   }

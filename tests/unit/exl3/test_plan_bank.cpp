@@ -82,6 +82,9 @@ TEST_CASE("exl3 plan: malformed plans are rejected by name", "[unit][exl3]") {
                Contains("'expert_state' names layer 1 which is not in 'layers'"));
   REQUIRE_THAT(plan_error(R"({"layers": {"0": "K2"}, "keep_native": {"0": "3"}, "qdir": "qn"})"),
                Contains("'keep_native.0' must be an array"));
+  REQUIRE_THAT(
+      plan_error(R"({"layers": {"0": "K2"}, "keep_native": {"0": [4294967296]}, "qdir": "qn"})"),
+      Contains("'keep_native.0' holds expert id 4294967296, past the int range"));
   REQUIRE_THAT(plan_error(R"({"layers": {"0": "K2"}, "qdir": "qn::q31"})"),
                Contains("has an empty entry"));
   REQUIRE_THROWS_WITH(AllocationPlan::load("/nonexistent/plan.json"),

@@ -128,6 +128,26 @@ TEST_CASE("model config: MoE and numeric rules", "[unit][config]") {
   reject("hidden_act", "\"gelu\"", "hidden_act = 'gelu'", ErrorCode::kUnsupported);
   reject("rms_norm_eps", "-1e-6", "rms_norm_eps");
   reject("hc_eps", "-1", "hc_eps");
+}
+
+TEST_CASE("model config: RoPE bases and YaRN betas that give non-finite tables", "[unit][config]") {
+  reject("rope_theta", "-10000", "text_config.rope_theta = -10000 must be a finite number > 1");
+  reject("rope_theta", "1", "text_config.rope_theta = 1 must be a finite number > 1");
+  reject("rope_theta", "1e-400", "text_config.rope_theta = 0 must be a finite number > 1");
+  reject("compress_rope_theta", "0", "text_config.compress_rope_theta = 0");
+  reject("beta_fast", "-32", "text_config.rope_scaling.beta_fast = -32 must be >= 0");
+  reject("beta_slow", "-1", "text_config.rope_scaling.beta_slow = -1 must be >= 0");
+}
+
+TEST_CASE("model config: integers past the field's range are refused, not truncated",
+          "[unit][config]") {
+  // 2^32 + 1 would become 1 layer, 2^32 + 8 a window of 8, [2^32] a compress ratio of 0.
+  reject("num_hidden_layers", "4294967297",
+         "text_config.num_hidden_layers = 4294967297 is outside [-2147483648, 2147483647]");
+  reject("sliding_window", "4294967304", "text_config.sliding_window = 4294967304 is outside");
+  reject("compress_ratios", "[0, 4294967296]",
+         "text_config.compress_ratios[1] = 4294967296 is outside");
+  reject("hidden_size", "-9223372036854775808", "text_config.hidden_size = -9223372036854775808");
   reject("gate_temp", "0", "gate_temp");
   reject("swiglu_limit", "-1", "swiglu_limit");
 }
