@@ -1,5 +1,6 @@
 // libFuzzer target: the safetensors header parser must reject or accept any byte string without
-// reading out of bounds; accepted headers must describe tensors inside the buffer.
+// reading out of bounds; accepted headers must describe tensors inside the buffer, of sizes whose
+// element count TensorInfo::numel() forms without overflow (UBSan builds trap on it).
 #include <cstddef>
 #include <cstdint>
 
@@ -11,6 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto h = dsv41::SafetensorsHeader::parse(data, size, "fuzz");
     for (const auto& t : h.tensors) {
       if (h.data_start + t.offset + t.nbytes > size) __builtin_trap();
+      if (static_cast<uint64_t>(t.numel()) * dsv41::dtype_size(t.dtype) != t.nbytes)
+        __builtin_trap();
     }
   } catch (const dsv41::detail::Failure&) {
   }

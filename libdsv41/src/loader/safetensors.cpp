@@ -50,8 +50,7 @@ SafetensorsHeader SafetensorsHeader::parse(const uint8_t* data, size_t size,
   DSV41_CHECK(!err, kCorruptFile, "{}: header is not valid JSON: {}", origin,
               simdjson::error_message(err));
   simdjson::dom::object obj;
-  DSV41_CHECK(!root.get_object().get(obj), kCorruptFile, "{}: header is not a JSON object",
-              origin);
+  DSV41_CHECK(!root.get_object().get(obj), kCorruptFile, "{}: header is not a JSON object", origin);
 
   std::map<std::string, bool> seen;
   for (auto field : obj) {
@@ -85,13 +84,18 @@ SafetensorsHeader SafetensorsHeader::parse(const uint8_t* data, size_t size,
     simdjson::dom::array shape;
     DSV41_CHECK(!t["shape"].get_array().get(shape), kCorruptFile,
                 "{}: tensor '{}': missing or non-array shape", origin, name);
-    uint64_t numel = 1;
+    // numel: the element count; nonzero: the product of the nonzero dims, which bounds every
+    // prefix product TensorInfo::numel() forms in int64 ([2^62, 3, 0] has 0 elements but
+    // overflowed there).
+    uint64_t numel = 1, nonzero = 1;
     for (auto d : shape) {
       int64_t v;
       DSV41_CHECK(!d.get_int64().get(v) && v >= 0, kCorruptFile,
                   "{}: tensor '{}': shape entries must be non-negative integers", origin, name);
-      DSV41_CHECK(!mul_overflow(numel, static_cast<uint64_t>(v), &numel), kCorruptFile,
-                  "{}: tensor '{}': shape overflows", origin, name);
+      DSV41_CHECK(!mul_overflow(numel, static_cast<uint64_t>(v), &numel) &&
+                      (v == 0 || (!mul_overflow(nonzero, static_cast<uint64_t>(v), &nonzero) &&
+                                  nonzero <= static_cast<uint64_t>(INT64_MAX))),
+                  kCorruptFile, "{}: tensor '{}': shape overflows", origin, name);
       info.shape.push_back(v);
     }
     simdjson::dom::array offs;
@@ -99,8 +103,8 @@ SafetensorsHeader SafetensorsHeader::parse(const uint8_t* data, size_t size,
                 "{}: tensor '{}': data_offsets must be [begin, end]", origin, name);
     uint64_t begin, end;
     DSV41_CHECK(!offs.at(0).get_uint64().get(begin) && !offs.at(1).get_uint64().get(end),
-                kCorruptFile, "{}: tensor '{}': data_offsets must be non-negative integers",
-                origin, name);
+                kCorruptFile, "{}: tensor '{}': data_offsets must be non-negative integers", origin,
+                name);
     DSV41_CHECK(begin <= end && end <= data_size, kCorruptFile,
                 "{}: tensor '{}': data_offsets [{}, {}] outside the data section of {} bytes",
                 origin, name, begin, end, data_size);
@@ -115,11 +119,15 @@ SafetensorsHeader SafetensorsHeader::parse(const uint8_t* data, size_t size,
   }
   std::sort(h.tensors.begin(), h.tensors.end(),
             [](const TensorInfo& a, const TensorInfo& b) { return a.offset < b.offset; });
-  for (size_t i = 1; i < h.tensors.size(); ++i) {
-    const auto& p = h.tensors[i - 1];
-    const auto& c = h.tensors[i];
-    DSV41_CHECK(p.offset + p.nbytes <= c.offset || p.nbytes == 0 || c.nbytes == 0, kCorruptFile,
-                "{}: tensors '{}' and '{}' overlap", origin, p.name, c.name);
+  // Empty tensors overlap nothing; every other one must start at or past the furthest end so far
+  // (not only its sorted neighbour's: an empty tensor between two overlapping ones hid them).
+  const TensorInfo* furthest = nullptr;
+  for (const TensorInfo& c : h.tensors) {
+    if (c.nbytes == 0) continue;
+    DSV41_CHECK(furthest == nullptr || furthest->offset + furthest->nbytes <= c.offset,
+                kCorruptFile, "{}: tensors '{}' and '{}' overlap", origin, furthest->name, c.name);
+    if (furthest == nullptr || c.offset + c.nbytes > furthest->offset + furthest->nbytes)
+      furthest = &c;
   }
   return h;
 }
@@ -154,17 +162,39 @@ std::vector<float> tensor_to_f32(const TensorView& t) {
   };
   for (size_t i = 0; i < n; ++i) {
     switch (t.dtype()) {
-      case DType::kBF16: out[i] = bf16_to_f32(load(uint16_t{}, i)); break;
-      case DType::kF16: out[i] = f16_to_f32(load(uint16_t{}, i)); break;
-      case DType::kF32: out[i] = load(float{}, i); break;
-      case DType::kF64: out[i] = static_cast<float>(load(double{}, i)); break;
-      case DType::kI8: out[i] = load(int8_t{}, i); break;
-      case DType::kI16: out[i] = load(int16_t{}, i); break;
-      case DType::kI32: out[i] = static_cast<float>(load(int32_t{}, i)); break;
-      case DType::kI64: out[i] = static_cast<float>(load(int64_t{}, i)); break;
-      case DType::kU8: out[i] = p[i]; break;
-      case DType::kF8E4M3: out[i] = e4m3_to_f32(p[i]); break;
-      case DType::kF8E8M0: out[i] = e8m0_to_f32(p[i]); break;
+      case DType::kBF16:
+        out[i] = bf16_to_f32(load(uint16_t{}, i));
+        break;
+      case DType::kF16:
+        out[i] = f16_to_f32(load(uint16_t{}, i));
+        break;
+      case DType::kF32:
+        out[i] = load(float{}, i);
+        break;
+      case DType::kF64:
+        out[i] = static_cast<float>(load(double{}, i));
+        break;
+      case DType::kI8:
+        out[i] = load(int8_t{}, i);
+        break;
+      case DType::kI16:
+        out[i] = load(int16_t{}, i);
+        break;
+      case DType::kI32:
+        out[i] = static_cast<float>(load(int32_t{}, i));
+        break;
+      case DType::kI64:
+        out[i] = static_cast<float>(load(int64_t{}, i));
+        break;
+      case DType::kU8:
+        out[i] = p[i];
+        break;
+      case DType::kF8E4M3:
+        out[i] = e4m3_to_f32(p[i]);
+        break;
+      case DType::kF8E8M0:
+        out[i] = e8m0_to_f32(p[i]);
+        break;
     }
   }
   return out;
@@ -215,8 +245,7 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
     json += "\"";
     json_escape(&json, t.name);
     json += "\":{\"dtype\":\"" + std::string(dtype_name(t.dtype)) + "\",\"shape\":[";
-    for (size_t i = 0; i < t.shape.size(); ++i)
-      json += (i ? "," : "") + std::to_string(t.shape[i]);
+    for (size_t i = 0; i < t.shape.size(); ++i) json += (i ? "," : "") + std::to_string(t.shape[i]);
     json += "],\"data_offsets\":[" + std::to_string(offset) + "," +
             std::to_string(offset + t.bytes.size()) + "]}";
     offset += t.bytes.size();
@@ -227,11 +256,11 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   DSV41_CHECK(f != nullptr, kIo, "{}: cannot open for writing", path);
   uint8_t len[8];
   for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(json.size() >> (8 * i));
-  bool ok = std::fwrite(len, 1, 8, f) == 8 && std::fwrite(json.data(), 1, json.size(), f) ==
-                                                  json.size();
+  bool ok =
+      std::fwrite(len, 1, 8, f) == 8 && std::fwrite(json.data(), 1, json.size(), f) == json.size();
   for (const auto& t : tensors)
-    ok = ok && (t.bytes.empty() || std::fwrite(t.bytes.data(), 1, t.bytes.size(), f) ==
-                                       t.bytes.size());
+    ok = ok &&
+         (t.bytes.empty() || std::fwrite(t.bytes.data(), 1, t.bytes.size(), f) == t.bytes.size());
   ok = (std::fclose(f) == 0) && ok;
   DSV41_CHECK(ok, kIo, "{}: write failed", path);
 }

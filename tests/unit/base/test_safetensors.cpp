@@ -1,4 +1,5 @@
-// safetensors parsing: round trip through the writer, and every rejection names the file and tensor.
+// safetensors parsing: round trip through the writer, and every rejection names the file and
+// tensor.
 #include <catch2/catch.hpp>
 
 #include "core/check.hpp"
@@ -46,8 +47,8 @@ TEST_CASE("safetensors: writer output parses back with identical bytes", "[unit]
 TEST_CASE("safetensors: malformed headers are rejected with a named reason", "[unit][loader]") {
   const std::string ok_entry = R"("t":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
   CHECK(parse_error("{" + ok_entry + "}", 8).empty());
-  CHECK_THAT(parse_error("{" + ok_entry + "}", 4), Catch::Contains("'t'") &&
-                                                       Catch::Contains("outside the data section"));
+  CHECK_THAT(parse_error("{" + ok_entry + "}", 4),
+             Catch::Contains("'t'") && Catch::Contains("outside the data section"));
   CHECK_THAT(parse_error(R"({"t":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8),
              Catch::Contains("need 12 bytes"));
   CHECK_THAT(parse_error(R"({"t":{"dtype":"Q4","shape":[2],"data_offsets":[0,8]}})", 8),
@@ -62,15 +63,44 @@ TEST_CASE("safetensors: malformed headers are rejected with a named reason", "[u
              Catch::Contains("dtype"));
   CHECK_THAT(parse_error("{" + ok_entry + "," + ok_entry + "}", 8), Catch::Contains("duplicate"));
   CHECK_THAT(parse_error(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},
-                            "b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12),
+                            "b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                         12),
              Catch::Contains("overlap"));
+  // An empty tensor sorted between two overlapping ones, and a short tensor inside a long one
+  // with a gap-free neighbour after it: both overlaps are still found.
+  CHECK_THAT(parse_error(R"({"a":{"dtype":"U8","shape":[100],"data_offsets":[0,100]},
+                            "z":{"dtype":"U8","shape":[0],"data_offsets":[10,10]},
+                            "c":{"dtype":"U8","shape":[16],"data_offsets":[50,66]}})",
+                         100),
+             Catch::Contains("tensors 'a' and 'c' overlap"));
+  CHECK_THAT(parse_error(R"({"a":{"dtype":"U8","shape":[100],"data_offsets":[0,100]},
+                            "b":{"dtype":"U8","shape":[10],"data_offsets":[10,20]},
+                            "c":{"dtype":"U8","shape":[10],"data_offsets":[20,30]}})",
+                         100),
+             Catch::Contains("tensors 'a' and 'b' overlap"));
+  CHECK(parse_error(R"({"a":{"dtype":"U8","shape":[10],"data_offsets":[0,10]},
+                       "z":{"dtype":"U8","shape":[0],"data_offsets":[5,5]},
+                       "b":{"dtype":"U8","shape":[10],"data_offsets":[10,20]}})",
+                    20)
+            .empty());
   CHECK_THAT(parse_error("{\"t\": [", 0), Catch::Contains("not valid JSON"));
   CHECK_THAT(parse_error("[1,2]", 0), Catch::Contains("not a JSON object"));
-  CHECK_THAT(parse_error(R"({"__metadata__":{"a":{"b":{"c":{"d":{"e":{"f":{"g":{"h":1}}}}}}}}})", 0),
-             Catch::Contains("JSON"));
+  CHECK_THAT(
+      parse_error(R"({"__metadata__":{"a":{"b":{"c":{"d":{"e":{"f":{"g":{"h":1}}}}}}}}})", 0),
+      Catch::Contains("JSON"));
   CHECK_THAT(parse_error(R"({"t":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],
-                            "data_offsets":[0,8]}})", 8),
+                            "data_offsets":[0,8]}})",
+                         8),
              Catch::Contains("overflows"));
+  // Zero elements, but TensorInfo::numel() would overflow int64 on the way (2^62 · 3).
+  CHECK_THAT(parse_error(R"({"t":{"dtype":"I32","shape":[4611686018427387904,3,0],
+                            "data_offsets":[0,0]}})",
+                         0),
+             Catch::Contains("'t': shape overflows"));
+  CHECK(parse_error(R"({"t":{"dtype":"I32","shape":[4611686018427387904,0],
+                       "data_offsets":[0,0]}})",
+                    0)
+            .empty());
   CHECK_THAT(parse_error(R"({"__metadata__":{"a":1}})", 0), Catch::Contains("not a string"));
 }
 
