@@ -99,6 +99,8 @@ TEST_CASE("tokenizer / json: malformed files are named", "[unit][tokenizer]") {
                  {"model.vocab", "id 3 already used"});
   expect_refused(mutated("\"<｜User｜>\": 4,", "\"<｜User｜>\": -4,"), E::kCorruptFile,
                  {"model.vocab[\"<｜User｜>\"]", "out of range"});
+  expect_refused(mutated("\"<｜User｜>\": 4,", "\"<｜User｜>\": 16777215,"), E::kCorruptFile,
+                 {"model.vocab", "largest id 16777215 for"});
   expect_refused(mutated("\"<｜User｜>\": 4,", "\"<｜User｜>\": \"four\","), E::kCorruptFile,
                  {"model.vocab[\"<｜User｜>\"]", "integer"});
   expect_refused(mutated("[\n        \"ã\",\n        \"ģ\"\n      ]", "[\"ã\", \"zzz\"]"),
