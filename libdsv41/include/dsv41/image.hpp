@@ -28,10 +28,11 @@ struct DecodedImage {
   ImagePixels pixels() const { return {width, height, rgb}; }
 };
 
-// PNG or JPEG bytes to RGB, as the reference's `PIL.Image.open(f).convert("RGB")` (palettes
-// expanded, grey replicated, alpha dropped; docs/vision.md). Errors: kInvalidArgument naming the
-// problem (unknown format, corrupt data, more than max_pixels pixels: checked from the header
-// before decoding), kUnsupported (GIF, WebP, CMYK JPEG, or a build without libpng / libjpeg).
+// PNG, JPEG, GIF or WebP bytes to RGB, as the reference's `PIL.Image.open(f).convert("RGB")`
+// (palettes expanded, grey replicated, alpha dropped, GIF and WebP as their first frame;
+// docs/vision.md). Errors: kInvalidArgument naming the problem (unknown format, corrupt data,
+// more than max_pixels pixels: checked from the header before decoding), kUnsupported (CMYK JPEG,
+// or a format whose library the build lacks: libpng, libjpeg, giflib, libwebp).
 DSV41_API Result<DecodedImage> decode_image(std::span<const uint8_t> bytes,
                                             int64_t max_pixels = int64_t{1} << 25);
 
@@ -39,7 +40,8 @@ DSV41_API Result<DecodedImage> decode_image(std::span<const uint8_t> bytes,
 // a rendered chat prompt's <｜deepseek_image｜> placeholders) is repeated positions[i] times in
 // place, the span of image i. Returns the offsets of the spans in the new prompt (for
 // PromptImage::offset). kInvalidArgument naming both counts when the prompt holds another number
-// of placeholders than `positions` has entries; the prompt is unchanged then.
+// of placeholders than `positions` has entries, or naming the image whose positions are < 1 or
+// would grow the prompt past 2^26 tokens; the prompt is unchanged then.
 DSV41_API Result<std::vector<int64_t>> expand_image_placeholders(
     std::vector<int32_t>& prompt, int32_t image_token_id, std::span<const int64_t> positions);
 

@@ -124,7 +124,18 @@ TEST_CASE("expand_image_placeholders repeats each placeholder into its span", "[
   const std::vector<int64_t> zero = {0};
   Result<std::vector<int64_t>> z = expand_image_placeholders(p2, 9, zero);
   REQUIRE_FALSE(z.is_ok());
+  CHECK_THAT(z.status().message(), Catch::Contains("image 0 takes 0 positions (must be >= 1)"));
   CHECK(p2 == std::vector<int32_t>{0, 9, 5});
+  // A span no prompt can hold: an error, not a length_error / bad_alloc through the API.
+  for (const int64_t huge : {INT64_MAX, int64_t{1} << 26}) {
+    const std::vector<int64_t> far = {huge};
+    Result<std::vector<int64_t>> h = expand_image_placeholders(p2, 9, far);
+    REQUIRE(h.status().code() == ErrorCode::kInvalidArgument);
+    CHECK_THAT(h.status().message(),
+               Catch::Contains("image 0 takes " + std::to_string(huge) +
+                               " positions: the expanded prompt would exceed 67108864 tokens"));
+    CHECK(p2 == std::vector<int32_t>{0, 9, 5});
+  }
 }
 
 }  // namespace
