@@ -87,12 +87,12 @@ class ChatRun {
     parser_.finish(events);
     deliver(events);
     if (!ev.status.is_ok()) return fail(ev.status);
-    // A call that max_tokens cut off is "length", not "tool_calls": clients execute tool_calls
-    // (Pi would run a truncated edit), and its arguments were closed by the parser, not the model.
-    const bool cut_call = parser_.closed_an_open_call() && ev.finish == FinishReason::kLength;
-    const char* finish = cut_call         ? "length"
-                         : any_tool_call_ ? "tool_calls"
-                                          : finish_reason_name(ev.finish);
+    // A call cut off by max_tokens, a stop string or a stop token is "length" / "stop", not
+    // "tool_calls": clients execute tool_calls (Pi would run a truncated edit), and its arguments
+    // were closed by the parser, not the model.
+    const char* finish = any_tool_call_ && !parser_.closed_an_open_call()
+                             ? "tool_calls"
+                             : finish_reason_name(ev.finish);
     if (stream_) {
       push_chunk([](json::Writer&) {}, finish);
       if (include_usage_) channel_->push(sse_event(usage_chunk()));

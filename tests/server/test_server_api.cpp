@@ -260,7 +260,8 @@ TEST_CASE("max_tokens stop gives finish_reason length", "[server]") {
   CHECK(std::string_view(r["choices"].at(0)["message"]["content"]) == "ab");
 }
 
-TEST_CASE("a tool call cut by max_tokens finishes with length, not tool_calls", "[server]") {
+TEST_CASE("a tool call cut by max_tokens or a stop finishes with length or stop, not tool_calls",
+          "[server]") {
   // Pieces of one call; max_tokens stops inside its parameter value. Clients execute
   // tool_calls, so a call whose arguments the parser had to close must not be reported as one.
   const std::string call =
@@ -277,6 +278,20 @@ TEST_CASE("a tool call cut by max_tokens finishes with length, not tool_calls", 
     REQUIRE(status == 200);
     INFO(body);
     CHECK(body.find(R"("finish_reason":"length")") != std::string::npos);
+    CHECK(body.find(R"("finish_reason":"tool_calls")") == std::string::npos);
+  }
+  // The same call ended by a stop string or stop token (the script runs out: FinishReason::kStop)
+  // is "stop", not tool_calls either (12-byte pieces: fewer than the scripted context leaves for
+  // the completion, so the script runs out before the clamped max_tokens).
+  for (const bool stream : {false, true}) {
+    Fixture f(split_utf8(call, 12));
+    const std::string fields =
+        fmt::format(R"(,"reasoning_effort":"none","stream":{},)", stream ? "true" : "false");
+    auto [status, body] =
+        collect(f.api->handle(post("/v1/chat/completions", chat_body(fields + kTools))));
+    REQUIRE(status == 200);
+    INFO(body);
+    CHECK(body.find(R"("finish_reason":"stop")") != std::string::npos);
     CHECK(body.find(R"("finish_reason":"tool_calls")") == std::string::npos);
   }
   // The whole call within max_tokens is still tool_calls.
