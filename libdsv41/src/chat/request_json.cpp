@@ -167,8 +167,12 @@ ChatMessage parse_message(element message, const std::string& path) {
         out.parts->push_back(parse_part(part, at(path + ".content", i++)));
     }
   }
-  out.reasoning_content = opt_string(message, "reasoning_content", path);
-  if (!out.reasoning_content) out.reasoning_content = opt_string(message, "reasoning", path);
+  // The first non-empty of the two names: Pi replays thinking under the field the server streamed
+  // (`reasoning` with DSV41_REASONING_FIELD) and may add `reasoning_content: ""` beside it
+  // (requiresReasoningContentOnAssistantMessages), which hid the text.
+  const std::optional<std::string> rc = opt_string(message, "reasoning_content", path),
+                                   r = opt_string(message, "reasoning", path);
+  out.reasoning_content = rc && !rc->empty() ? rc : r && !r->empty() ? r : rc ? rc : r;
   if (auto calls = find_set(message, "tool_calls")) {
     expect(*calls, element_type::ARRAY, path + ".tool_calls", "an array");
     size_t i = 0;

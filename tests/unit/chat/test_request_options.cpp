@@ -127,6 +127,19 @@ TEST_CASE("chat request: arguments given as an object, the reasoning alias, unkn
       {"role": "tool", "tool_call_id": "c", "content": "ok"}]})");
   REQUIRE(request.is_ok());
   REQUIRE(request->messages[1].reasoning_content == std::optional<std::string>("think"));
+  // Both names: the first non-empty one (Pi may send reasoning_content "" beside reasoning).
+  const auto both = [](const std::string& fields) {
+    auto r = parse_chat_request_json(R"({"messages": [{"role": "user", "content": "q"},
+        {"role": "assistant", "content": "a", )" +
+                                     fields + "}]}");
+    REQUIRE(r.is_ok());
+    return r->messages[1].reasoning_content;
+  };
+  CHECK(both(R"("reasoning_content": "", "reasoning": "t")") == std::optional<std::string>("t"));
+  CHECK(both(R"("reasoning": "t", "reasoning_content": "")") == std::optional<std::string>("t"));
+  CHECK(both(R"("reasoning_content": "u", "reasoning": "t")") == std::optional<std::string>("u"));
+  CHECK(both(R"("reasoning_content": "", "reasoning": "")") == std::optional<std::string>(""));
+  CHECK(both(R"("reasoning_content": null)") == std::nullopt);
   const auto resolved = resolve_options(request->options, false, EffortTable::release());
   ResolvedOptions keep = resolved;
   keep.drop_thinking = false;
