@@ -40,11 +40,18 @@ constexpr std::string_view kToolsTail =
     "tool calls.\n";
 
 void append_invoke(std::string& out, const ToolCall& call, const std::string& path) {
-  simdjson::dom::parser parser;
+  simdjson::dom::parser parser, inner;
   simdjson::dom::element args;
   const auto error = parser.parse(call.arguments_json).get(args);
   DSV41_CHECK(!error, kInvalidArgument, "{}.function.arguments: invalid JSON ({})", path,
               simdjson::error_message(error));
+  // A JSON string holding the object (double-encoded, as some clients send it) is decoded once
+  // more (api-and-clients.md §3.2: "argument strings that are JSON (even double-encoded)").
+  if (args.type() == simdjson::dom::element_type::STRING) {
+    const simdjson::padded_string text{std::string_view(args)};
+    simdjson::dom::element decoded;
+    if (!inner.parse(text).get(decoded)) args = decoded;  // the tape lives in `inner`
+  }
   DSV41_CHECK(args.type() == simdjson::dom::element_type::OBJECT, kInvalidArgument,
               "{}.function.arguments: must be a JSON object", path);
   // json.loads gives a dict: a repeated key keeps its first position and its last value.

@@ -117,6 +117,35 @@ TEST_CASE("chat options and request: errors name the offending field", "[unit][c
       Catch::Contains("messages[1].tool_calls[0].function.arguments: must be a JSON object"));
 }
 
+TEST_CASE("chat request: double-encoded tool-call arguments render as the object", "[unit][chat]") {
+  // api-and-clients.md §3.2: argument strings that are JSON, even double-encoded, are decoded.
+  const auto render = [](const std::string& arguments) -> Result<std::string> {
+    auto request = parse_chat_request_json(R"({"messages": [{"role": "user", "content": "q"},
+        {"role": "assistant", "content": null,
+         "tool_calls": [{"id": "c", "type": "function",
+                         "function": {"name": "f", "arguments": )" +
+                                           arguments + R"(}}]},
+        {"role": "tool", "tool_call_id": "c", "content": "ok"}]})");
+    if (!request.is_ok()) return request.status();
+    auto out =
+        render_request(*request, resolve_options(request->options, false, EffortTable::release()));
+    if (!out.is_ok()) return out.status();
+    return out->text;
+  };
+  const Result<std::string> once = render(R"("{\"a\": 1, \"b\": \"s\"}")");
+  const Result<std::string> twice = render(R"("\"{\\\"a\\\": 1, \\\"b\\\": \\\"s\\\"}\"")");
+  REQUIRE(once.is_ok());
+  REQUIRE(twice.is_ok());
+  CHECK(*twice == *once);
+  CHECK_THAT(*once, Catch::Contains("<｜DSML｜ parameter name=\"a\" string=\"false\">1"));
+  // A string that is not JSON inside stays an error naming the field.
+  const Result<std::string> text = render(R"("\"not json\"")");
+  REQUIRE_FALSE(text.is_ok());
+  CHECK_THAT(
+      text.status().message(),
+      Catch::Contains("messages[1].tool_calls[0].function.arguments: must be a JSON object"));
+}
+
 TEST_CASE("chat request: arguments given as an object, the reasoning alias, unknown fields",
           "[unit][chat]") {
   auto request = parse_chat_request_json(R"({"model": "x", "store": true, "messages": [
