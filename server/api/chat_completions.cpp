@@ -59,7 +59,8 @@ class ChatRun {
         include_usage_(fields.include_usage),
         continuous_usage_(fields.continuous_usage),
         include_reasoning_(resolved.include_reasoning),
-        logprobs_(fields.top_logprobs >= 0) {}
+        logprobs_(fields.top_logprobs >= 0),
+        single_call_(!fields.parallel_tool_calls) {}
 
   // prompt_tokens: the rendered prompt's length, so the role chunk's continuous usage already
   // counts it (vLLM's first chunk does; it read 0 before the first engine event).
@@ -90,9 +91,10 @@ class ChatRun {
     // A call cut off by max_tokens, a stop string or a stop token is "length" / "stop", not
     // "tool_calls": clients execute tool_calls (Pi would run a truncated edit), and its arguments
     // were closed by the parser, not the model.
-    const char* finish = any_tool_call_ && !parser_.closed_an_open_call()
-                             ? "tool_calls"
-                             : finish_reason_name(ev.finish);
+    // (With parallel_tool_calls false only a cut first call counts: later ones were dropped.)
+    const bool cut_call =
+        parser_.closed_an_open_call() && !(single_call_ && parser_.tool_call_count() > 1);
+    const char* finish = any_tool_call_ && !cut_call ? "tool_calls" : finish_reason_name(ev.finish);
     if (stream_) {
       push_chunk([](json::Writer&) {}, finish);
       if (include_usage_) channel_->push(sse_event(usage_chunk()));
@@ -121,6 +123,9 @@ class ChatRun {
   void deliver(const std::vector<chat::ParseEvent>& events) {
     using K = chat::ParseEvent::Kind;
     for (const chat::ParseEvent& e : events) {
+      const bool call_event = e.kind == K::kToolCallStart || e.kind == K::kToolCallArguments ||
+                              e.kind == K::kToolCallEnd;
+      if (call_event && single_call_ && e.index >= 1) continue;
       if (e.kind == K::kToolCallStart) any_tool_call_ = true;
       if (e.kind == K::kReasoning && !include_reasoning_) continue;
       if (!stream_) {
@@ -247,6 +252,7 @@ class ChatRun {
   std::string id_, model_, reasoning_field_;
   int64_t created_;
   bool stream_, include_usage_, continuous_usage_, include_reasoning_, logprobs_;
+  bool single_call_;  // parallel_tool_calls false: calls after the first are dropped
   bool any_tool_call_ = false;
   Counts counts_;
 };

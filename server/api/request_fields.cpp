@@ -174,6 +174,8 @@ GenerationFields parse_generation_fields(element root, Endpoint endpoint, int64_
     if (auto v = field(root, "top_logprobs")) top = top_count(*v, "top_logprobs");
     DSV41_CHECK(on || top == 0, kInvalidArgument, "top_logprobs: {} needs \"logprobs\": true", top);
     if (on) g.top_logprobs = top;
+    if (auto v = field(root, "parallel_tool_calls"))
+      g.parallel_tool_calls = boolean(*v, "parallel_tool_calls");
   } else {
     if (auto v = field(root, "logprobs")) g.top_logprobs = top_count(*v, "logprobs");
     if (auto v = field(root, "echo")) g.echo = boolean(*v, "echo");

@@ -28,6 +28,7 @@ struct GenerationFields {
   bool echo = false;  // completions only
   // -1: off. Chat: top_logprobs when logprobs is true; completions: logprobs (an integer).
   int top_logprobs = -1;
+  bool parallel_tool_calls = true;  // chat only; false: the reply carries at most one tool call
 };
 
 // `vocab_size` bounds logit_bias keys and stop_token_ids.

@@ -203,6 +203,33 @@ TEST_CASE("non-stream: tool calls, null content rules, reasoning field switch", 
   CHECK(std::string_view(calls.at(1)["function"]["name"]) == "get_time");
 }
 
+TEST_CASE("parallel_tool_calls false keeps only the first call", "[server]") {
+  // kToolScript writes two calls; the reply must carry get_weather alone, in both modes.
+  for (const bool stream : {false, true}) {
+    Fixture f(split_utf8(kToolScript, 7));
+    const std::string fields =
+        fmt::format(R"(,"parallel_tool_calls":false,"stream":{},)", stream ? "true" : "false");
+    auto [status, body] =
+        collect(f.api->handle(post("/v1/chat/completions", chat_body(fields + kTools))));
+    REQUIRE(status == 200);
+    INFO(body);
+    CHECK(body.find("get_weather") != std::string::npos);
+    CHECK(body.find("get_time") == std::string::npos);
+    CHECK(body.find(R"("index":1)") == std::string::npos);
+    CHECK(body.find(R"("finish_reason":"tool_calls")") != std::string::npos);
+    if (!stream) {
+      simdjson::dom::parser parser;
+      simdjson::dom::element r = parser.parse(body);
+      CHECK(simdjson::dom::array(r["choices"].at(0)["message"]["tool_calls"]).size() == 1);
+    }
+  }
+  Fixture f(split_utf8(kToolScript, 7));
+  auto [status, body] = collect(f.api->handle(
+      post("/v1/chat/completions", chat_body(R"(,"parallel_tool_calls":"no",)" + kTools))));
+  CHECK(status == 400);
+  CHECK(body.find("parallel_tool_calls: expected a boolean") != std::string::npos);
+}
+
 TEST_CASE("request fields reach the engine, max_tokens clamps to the context", "[server]") {
   Fixture f({"a", "b", "c"});
   auto [status, body] = collect(f.api->handle(post(
