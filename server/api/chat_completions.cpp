@@ -263,44 +263,41 @@ struct PromptPicture {
   int64_t positions = 0;
 };
 
-// Image parts in prompt order: checked from their headers (the pixel limit before any decoding),
-// refused at once when the model cannot use images, decoded, and sized. The vision tower runs
-// later, on the image worker (encode_and_submit). Throws detail::Failure naming the part.
-std::vector<PromptPicture> decode_images(const chat::ChatRequest& request,
+// The rendered prompt's image parts in placeholder order (RenderedPrompt::images: tool results
+// sorted, dropped turns' parts absent): checked from their headers (the pixel limit before any
+// decoding), refused at once when the model cannot use images, decoded, and sized. The vision
+// tower runs later, on the image worker (encode_and_submit). Throws detail::Failure naming the
+// part.
+std::vector<PromptPicture> decode_images(const std::vector<chat::ImagePartRef>& parts,
                                          const GenerationBackend& backend, int64_t max_pixels) {
   std::vector<PromptPicture> out;
-  for (size_t i = 0; i < request.messages.size(); ++i) {
-    const auto& parts = request.messages[i].parts;
-    if (!parts) continue;
-    for (size_t j = 0; j < parts->size(); ++j) {
-      if ((*parts)[j].kind != chat::ContentPart::Kind::kImage) continue;
-      const std::string field = fmt::format("messages[{}].content[{}].image_url", i, j);
-      ImageInfo info;
-      Result<std::string> bytes = image_url_bytes((*parts)[j].image_url, max_pixels, &info);
-      if (!bytes) DSV41_FAIL(kInvalidArgument, "{}: {}", field, bytes.status().message());
-      const Status support = backend.image_support();
-      if (!support.is_ok())
-        DSV41_FAIL(kUnsupported, "{}: image input ({} {}x{}) cannot be used: {}", field,
-                   info.format, info.width, info.height, support.message());
-      const auto* data = reinterpret_cast<const uint8_t*>(bytes->data());
-      Result<DecodedImage> rgb =
-          decode_image(std::span<const uint8_t>(data, bytes->size()), max_pixels);
-      if (!rgb)
-        detail::fail(rgb.status().code(), field + ": " + rgb.status().message(), __FILE__,
-                     __LINE__);
-      Result<int64_t> positions = backend.image_positions(rgb->width, rgb->height);
-      if (!positions)
-        detail::fail(positions.status().code(), field + ": " + positions.status().message(),
-                     __FILE__, __LINE__);
-      out.push_back(PromptPicture{std::move(rgb).value(), *positions});
-    }
+  for (const chat::ImagePartRef& part : parts) {
+    const std::string field =
+        fmt::format("messages[{}].content[{}].image_url", part.message, part.part);
+    ImageInfo info;
+    Result<std::string> bytes = image_url_bytes(part.url, max_pixels, &info);
+    if (!bytes) DSV41_FAIL(kInvalidArgument, "{}: {}", field, bytes.status().message());
+    const Status support = backend.image_support();
+    if (!support.is_ok())
+      DSV41_FAIL(kUnsupported, "{}: image input ({} {}x{}) cannot be used: {}", field, info.format,
+                 info.width, info.height, support.message());
+    const auto* data = reinterpret_cast<const uint8_t*>(bytes->data());
+    Result<DecodedImage> rgb =
+        decode_image(std::span<const uint8_t>(data, bytes->size()), max_pixels);
+    if (!rgb)
+      detail::fail(rgb.status().code(), field + ": " + rgb.status().message(), __FILE__, __LINE__);
+    Result<int64_t> positions = backend.image_positions(rgb->width, rgb->height);
+    if (!positions)
+      detail::fail(positions.status().code(), field + ": " + positions.status().message(), __FILE__,
+                   __LINE__);
+    out.push_back(PromptPicture{std::move(rgb).value(), *positions});
   }
   return out;
 }
 
 // Each image placeholder of the prompt becomes its span (spec §7.4 step 3), recorded in gen.images
 // with the embedding still to come (encode_and_submit). The renderer refuses a literal
-// placeholder in text, so the placeholders are exactly the image parts, in order.
+// placeholder anywhere but an image part, so the placeholders are exactly its images, in order.
 void expand_images(const std::vector<PromptPicture>& pictures, int32_t image_id,
                    GenerationRequest& gen) {
   if (pictures.empty()) return;
@@ -369,12 +366,12 @@ HttpResponse handle_chat_completions(Api& api, const HttpRequest& request) {
     chat_request.messages.front().role = chat::Role::kSystem;
   chat::ResolvedOptions resolved = chat::resolve_options(
       chat_request.options, !chat_request.tools.empty(), chat::EffortTable::release());
-  std::vector<PromptPicture> pictures =
-      decode_images(chat_request, *backend, api.config().max_image_pixels);
   // tool_choice none: the model is not shown the tools, so it has none to call.
   if (resolved.tool_choice == chat::ToolChoiceKind::kNone) chat_request.tools.clear();
   Result<chat::RenderedPrompt> prompt = chat::render_request(chat_request, resolved);
   if (!prompt) return error_response(prompt.status());
+  std::vector<PromptPicture> pictures =
+      decode_images(prompt->images, *backend, api.config().max_image_pixels);
   Result<std::vector<int32_t>> ids = backend->tokenize(prompt->text, /*special=*/true);
   if (!ids) return error_response(ids.status(), "messages");
 

@@ -279,4 +279,67 @@ TEST_CASE("an image resent in the next turn is not encoded again", "[server]") {
   }
 }
 
+std::string image_part(const std::string& png) {
+  return R"({"type":"image_url","image_url":{"url":"data:image/png;base64,)" + base64(png) +
+         R"("}})";
+}
+
+// Two tool results, each with an image, in the order given; the assistant called c1 then c2, so
+// the prompt renders c1's result (and image) first whatever the order here.
+std::string chat_with_tool_images(const std::string& first_id, const std::string& first_png,
+                                  const std::string& second_id, const std::string& second_png) {
+  const auto tool = [](const std::string& id, const std::string& png) {
+    return R"({"role":"tool","tool_call_id":")" + id +
+           R"(","content":[{"type":"text","text":"shot"},)" + image_part(png) + "]}";
+  };
+  return R"({"model":"deepseek-v4.1-flash","max_tokens":8,"temperature":0,)"
+         R"("tools":[{"type":"function","function":{"name":"shot","parameters":{"type":"object"}}}],)"
+         R"("messages":[{"role":"user","content":"take two screenshots"},)"
+         R"({"role":"assistant","content":null,"tool_calls":[)"
+         R"({"id":"c1","type":"function","function":{"name":"shot","arguments":"{}"}},)"
+         R"({"id":"c2","type":"function","function":{"name":"shot","arguments":"{}"}}]},)" +
+         tool(first_id, first_png) + "," + tool(second_id, second_png) + "]}";
+}
+
+TEST_CASE("tool-result images bind to their results in the rendered order", "[server]") {
+  VisionServer s;
+  const std::string a = random_png(20, 14, 11), b = random_png(20, 14, 12);
+  auto [st1, in_order] = s.post(chat_with_tool_images("c1", a, "c2", b));
+  auto [st2, reversed] = s.post(chat_with_tool_images("c2", b, "c1", a));
+  auto [st3, swapped] = s.post(chat_with_tool_images("c1", b, "c2", a));
+  INFO(in_order << "\n" << reversed << "\n" << swapped);
+  REQUIRE(st1 == 200);
+  REQUIRE(st2 == 200);
+  REQUIRE(st3 == 200);
+  // Results sent c2-first render c1-first: a goes with c1 as in the first request.
+  CHECK(parse(reversed).text == parse(in_order).text);
+  CHECK(parse(swapped).text != parse(in_order).text);  // the test can tell the images apart
+}
+
+TEST_CASE("an image in a developer turn that drop_thinking removes is not a 500", "[server]") {
+  VisionServer s;
+  const std::string body =
+      R"({"model":"deepseek-v4.1-flash","max_tokens":4,"temperature":0,"messages":[)"
+      R"({"role":"user","content":"hi"},{"role":"assistant","content":"hello"},)"
+      R"({"role":"developer","content":[{"type":"text","text":"see"},)" +
+      image_part(random_png(20, 14, 13)) + R"(]},{"role":"user","content":"and now?"}]})";
+  auto [status, reply] = s.post(body);
+  INFO(reply);
+  CHECK(status == 200);
+}
+
+TEST_CASE("a literal image placeholder in a tool schema is a 400, not a 500", "[server]") {
+  VisionServer s;
+  const std::string body =
+      R"({"model":"deepseek-v4.1-flash","max_tokens":4,"messages":[)"
+      R"({"role":"user","content":[{"type":"text","text":"x"},)" +
+      image_part(random_png(20, 14, 14)) +
+      R"(]}],"tools":[{"type":"function","function":{"name":"f","description":)"
+      R"("<｜deepseek_image｜>","parameters":{"type":"object"}}}]})";
+  auto [status, reply] = s.post(body);
+  INFO(reply);
+  CHECK(status == 400);
+  CHECK_THAT(reply, Catch::Contains("2 image placeholders"));
+}
+
 }  // namespace

@@ -18,11 +18,13 @@ namespace dsv41::chat {
 
 namespace {
 
-// A user-turn block after merging: text (images already placeholders) or a tool result.
+// A user-turn block after merging: text (images already placeholders) or a tool result, with the
+// image parts whose placeholders its text holds (they move with it when tool results are sorted).
 struct Block {
   bool is_tool_result = false;
   std::string text;
   std::string tool_call_id;
+  std::vector<ImagePartRef> images;
 };
 
 // A message after the preprocessing passes; `source` is its index in the caller's list.
@@ -33,8 +35,8 @@ struct EncMessage {
   std::string content;                       // text content (list content joined by "\n\n")
   std::optional<std::vector<Block>> blocks;  // user turns only
   bool keep_reasoning = true;
-  std::vector<std::string> images;
-  std::optional<std::string> task;  // lost when the message is merged into the previous turn
+  std::vector<ImagePartRef> images;  // non-user turns (user turns: in their blocks)
+  std::optional<std::string> task;   // lost when the message is merged into the previous turn
 };
 
 std::string path_of(size_t index) { return fmt::format("messages[{}]", index); }
@@ -54,6 +56,11 @@ EncMessage preprocess(const ChatMessage& m, size_t index) {
   out.message = &m;
   out.task = m.task;
   if (m.reasoning_content) reject_placeholder(*m.reasoning_content, index, "reasoning_content");
+  for (size_t k = 0; k < m.tool_calls.size(); ++k) {
+    reject_placeholder(m.tool_calls[k].name, index, fmt::format("tool_calls[{}].function.name", k));
+    reject_placeholder(m.tool_calls[k].arguments_json, index,
+                       fmt::format("tool_calls[{}].function.arguments", k));
+  }
   if (m.text) {
     reject_placeholder(*m.text, index, "content");
     out.content = *m.text;
@@ -69,24 +76,28 @@ EncMessage preprocess(const ChatMessage& m, size_t index) {
   bool first = true;
   for (size_t j = 0; j < m.parts->size(); ++j) {
     const ContentPart& part = (*m.parts)[j];
-    std::string text;
+    Block block;
     if (part.kind == ContentPart::Kind::kText) {
       reject_placeholder(part.text, index, fmt::format("content[{}].text", j));
-      text = part.text;
+      block.text = part.text;
     } else if (part.kind == ContentPart::Kind::kImage) {
-      text = std::string(markers::kImage);
-      out.images.push_back(part.image_url);
+      block.text = std::string(markers::kImage);
+      block.images.push_back({part.image_url, index, j});
+      out.images.push_back(block.images.back());
     } else {
-      blocks.push_back({false, fmt::format("[Unsupported {}]", part.type), {}});
+      blocks.push_back({false, fmt::format("[Unsupported {}]", part.type), {}, {}});
       continue;
     }
     joined += first ? "" : "\n\n";
-    joined += text;
+    joined += block.text;
     first = false;
-    blocks.push_back({false, std::move(text), {}});
+    blocks.push_back(std::move(block));
   }
   out.content = std::move(joined);
-  if (m.role == Role::kUser) out.blocks = std::move(blocks);
+  if (m.role == Role::kUser) {
+    out.blocks = std::move(blocks);
+    out.images.clear();  // carried by the blocks
+  }
   return out;
 }
 
@@ -97,10 +108,10 @@ std::vector<EncMessage> merge_tool_messages(std::vector<EncMessage> in) {
   for (auto& m : in) {
     const bool after_user = !out.empty() && out.back().role == Role::kUser;
     if (m.role == Role::kTool) {
-      Block block{true, m.content, m.message->tool_call_id};
+      Block block{true, m.content, m.message->tool_call_id, std::move(m.images)};
+      m.images.clear();
       if (after_user) {
         out.back().blocks->push_back(std::move(block));
-        out.back().images.insert(out.back().images.end(), m.images.begin(), m.images.end());
         continue;
       }
       m.role = Role::kUser;
@@ -109,7 +120,6 @@ std::vector<EncMessage> merge_tool_messages(std::vector<EncMessage> in) {
     } else if (m.role == Role::kUser && after_user && !out.back().task) {
       auto& blocks = *out.back().blocks;
       blocks.insert(blocks.end(), m.blocks->begin(), m.blocks->end());
-      out.back().images.insert(out.back().images.end(), m.images.begin(), m.images.end());
     } else {
       out.push_back(std::move(m));
     }
@@ -287,13 +297,14 @@ void render_one(std::string& out, const RenderState& s, size_t index) {
 }  // namespace
 
 RenderedPrompt render_messages(const std::vector<ChatMessage>& messages,
-                               const EncoderOptions& options) {
+                               const EncoderOptions& options, size_t source_shift) {
   DSV41_CHECK(!options.thinking || (options.effort_budget >= 1 && options.effort_budget <= 100),
               kInvalidArgument, "reasoning effort budget {} is outside [1, 100]",
               options.effort_budget);
   std::vector<EncMessage> enc;
   enc.reserve(messages.size());
-  for (size_t i = 0; i < messages.size(); ++i) enc.push_back(preprocess(messages[i], i));
+  for (size_t i = 0; i < messages.size(); ++i)
+    enc.push_back(preprocess(messages[i], i >= source_shift ? i - source_shift : 0));
   enc = merge_tool_messages(std::move(enc));
   sort_tool_results(enc);
   const bool any_tools = std::any_of(messages.begin(), messages.end(),
@@ -306,12 +317,26 @@ RenderedPrompt render_messages(const std::vector<ChatMessage>& messages,
   const RenderState state{enc, options, drop, last_user_index(enc)};
   for (size_t i = 0; i < enc.size(); ++i) {
     render_one(out.text, state, i);
-    out.image_urls.insert(out.image_urls.end(), enc[i].images.begin(), enc[i].images.end());
+    out.images.insert(out.images.end(), enc[i].images.begin(), enc[i].images.end());
+    if (enc[i].blocks)
+      for (const Block& b : *enc[i].blocks)
+        out.images.insert(out.images.end(), b.images.begin(), b.images.end());
   }
+  // Every placeholder is an image part's: one anywhere else (a tool schema, a response-format
+  // schema) would bind the images to the wrong spans.
+  size_t placeholders = 0;
+  for (size_t at = out.text.find(markers::kImage); at != std::string::npos;
+       at = out.text.find(markers::kImage, at + markers::kImage.size()))
+    ++placeholders;
+  DSV41_CHECK(placeholders == out.images.size(), kInvalidArgument,
+              "the prompt holds {} image placeholders {} for {} image parts: a tool schema or "
+              "response format contains the literal placeholder",
+              placeholders, markers::kImage, out.images.size());
   return out;
 }
 
-std::vector<ChatMessage> to_encoder_messages(const ChatRequest& request) {
+std::vector<ChatMessage> to_encoder_messages(const ChatRequest& request, bool* inserted) {
+  if (inserted) *inserted = false;
   std::vector<ChatMessage> out = request.messages;
   const auto& schema = request.options.response_format_schema_json;
   if (request.tools.empty() && !schema) return out;
@@ -322,6 +347,7 @@ std::vector<ChatMessage> to_encoder_messages(const ChatRequest& request) {
     empty.role = Role::kSystem;
     empty.text = "";
     system = out.insert(out.begin(), std::move(empty));
+    if (inserted) *inserted = true;
   }
   system->tools.insert(system->tools.end(), request.tools.begin(), request.tools.end());
   if (schema) system->response_format_json = *schema;
@@ -344,7 +370,9 @@ Result<RenderedPrompt> render_request(const ChatRequest& request, const Resolved
                   "tool_choice.function.name: '{}' is not one of the request's tools",
                   resolved.tool_choice_name);
     }
-    out = render_messages(to_encoder_messages(request), encoder_options(resolved));
+    bool inserted = false;
+    const std::vector<ChatMessage> messages = to_encoder_messages(request, &inserted);
+    out = render_messages(messages, encoder_options(resolved), inserted ? 1 : 0);
   });
   if (!st.is_ok()) return st;
   return std::move(*out);

@@ -22,21 +22,32 @@ struct EncoderOptions {
   bool drop_thinking = true;
 };
 
+// One image part of the messages: its URL and where it sits ("messages[m].content[p]").
+struct ImagePartRef {
+  std::string url;
+  size_t message = 0;
+  size_t part = 0;
+};
+
 struct RenderedPrompt {
   std::string text;
-  // URLs of the image parts, in the order of their <｜deepseek_image｜> placeholders.
-  std::vector<std::string> image_urls;
+  // The image parts in the order of their <｜deepseek_image｜> placeholders in `text`: tool results
+  // re-ordered with their blocks, parts of dropped messages (developer turns under drop_thinking)
+  // absent. Images are bound to placeholders by this order, not the request's.
+  std::vector<ImagePartRef> images;
 };
 
 // Renders encoder-level messages (tools / response_format already attached to messages).
-// Throws kInvalidArgument naming the message (index in `messages`) and field.
+// Throws kInvalidArgument naming the message and field; messages[i] is named messages[i -
+// source_shift] (to_encoder_messages' inserted system message shifts the rest by one), and a
+// literal placeholder anywhere else in the prompt (tool schemas, tool-call arguments) is refused.
 RenderedPrompt render_messages(const std::vector<ChatMessage>& messages,
-                               const EncoderOptions& options);
+                               const EncoderOptions& options, size_t source_shift = 0);
 
 // Request → encoder messages (golden/chat/README.md mapping): request tools and the response-
 // format schema go on the FIRST system message wherever it sits; without one, an empty system
-// message is inserted at index 0.
-std::vector<ChatMessage> to_encoder_messages(const ChatRequest& request);
+// message is inserted at index 0 (*inserted, when given, says so).
+std::vector<ChatMessage> to_encoder_messages(const ChatRequest& request, bool* inserted = nullptr);
 
 EncoderOptions encoder_options(const ResolvedOptions& resolved);
 

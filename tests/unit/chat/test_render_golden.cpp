@@ -75,10 +75,35 @@ TEST_CASE("chat render_cases: image parts are reported in placeholder order", "[
     if (row.name != "image_parts_multiple_and_string_url") continue;
     const auto messages = parse_messages(row.root["encoder_messages"], "encoder_messages");
     const auto out = render_messages(messages, {false, 75, true});
-    REQUIRE(out.image_urls.size() == 2);
-    CHECK(out.image_urls[0].rfind("data:image/png;base64,", 0) == 0);
-    CHECK(out.image_urls[1] == "https://example.com/b.jpg");
+    REQUIRE(out.images.size() == 2);
+    CHECK(out.images[0].url.rfind("data:image/png;base64,", 0) == 0);
+    CHECK(out.images[1].url == "https://example.com/b.jpg");
   }
+}
+
+TEST_CASE("chat render: errors name the request's message index when a system turn is inserted",
+          "[unit][chat]") {
+  // Tools without a system message: the encoder gets an empty system message first, which must
+  // not shift the index the error names (messages[0] was reported as messages[1]).
+  auto request = parse_chat_request_json(R"({"messages": [
+      {"role": "user", "content": "see <｜deepseek_image｜>"}],
+      "tools": [{"type": "function", "function": {"name": "f"}}]})");
+  REQUIRE(request.is_ok());
+  const auto out =
+      render_request(*request, resolve_options(request->options, true, EffortTable::release()));
+  REQUIRE_FALSE(out.is_ok());
+  CHECK_THAT(out.status().message(), Catch::StartsWith("messages[0].content: contains the image"));
+  // A literal placeholder in tool-call arguments is refused by field too.
+  auto call = parse_chat_request_json(R"({"messages": [{"role": "user", "content": "q"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function",
+       "function": {"name": "f", "arguments": "{\"a\": \"<｜deepseek_image｜>\"}"}}]},
+      {"role": "tool", "tool_call_id": "c", "content": "ok"}]})");
+  REQUIRE(call.is_ok());
+  const auto out2 =
+      render_request(*call, resolve_options(call->options, false, EffortTable::release()));
+  REQUIRE_FALSE(out2.is_ok());
+  CHECK_THAT(out2.status().message(),
+             Catch::Contains("messages[1].tool_calls[0].function.arguments: contains the image"));
 }
 
 TEST_CASE("chat render_fixtures_prerelease: reference-drop goldens with the pre-release table",
