@@ -46,6 +46,10 @@ void check_text(const TextConfig& t) {
   positive(t.hc_mult, "hc_mult");
   positive(t.hc_sinkhorn_iters, "hc_sinkhorn_iters");
   positive(t.max_position_embeddings, "max_position_embeddings");
+  // The release runs 20 Sinkhorn iterations per mHC site; 2^31 - 1 would look like a hang (every
+  // token's every site loops that often), so the count is bounded at 50x the release.
+  CFG_CHECK(t.hc_sinkhorn_iters <= 1000, "text_config.hc_sinkhorn_iters = {} exceeds 1000",
+            t.hc_sinkhorn_iters);
   CFG_CHECK(t.num_key_value_heads == 1,
             "text_config.num_key_value_heads = {}: V4.1 attention has one shared K=V latent (1)",
             t.num_key_value_heads);

@@ -128,6 +128,7 @@ TEST_CASE("model config: MoE and numeric rules", "[unit][config]") {
   reject("hidden_act", "\"gelu\"", "hidden_act = 'gelu'", ErrorCode::kUnsupported);
   reject("rms_norm_eps", "-1e-6", "rms_norm_eps");
   reject("hc_eps", "-1", "hc_eps");
+  reject("hc_sinkhorn_iters", "2147483647", "text_config.hc_sinkhorn_iters = 2147483647 exceeds");
 }
 
 TEST_CASE("model config: RoPE bases and YaRN betas that give non-finite tables", "[unit][config]") {
