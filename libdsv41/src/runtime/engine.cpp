@@ -349,12 +349,14 @@ Result<RequestId> Engine::submit(GenerationRequest request, EventCallback on_eve
   r->reserved_bytes = e.reserve_for(request);
   if (r->reserved_bytes > e.params.kv_bytes) {
     const int64_t min_bytes = e.pool_bytes(static_cast<int64_t>(request.prompt.size()) + 1);
+    // Never fits, whatever else runs: kContextOverflow (HTTP 400, not retried), where
+    // kOutOfMemory (503 + Retry-After) had clients retry a request that cannot succeed.
     if (min_bytes > e.params.kv_bytes)
-      return Status(ErrorCode::kOutOfMemory, "state of " + std::to_string(min_bytes) +
-                                                 " bytes for this prompt exceeds the "
-                                                 "KV budget of " +
-                                                 std::to_string(e.params.kv_bytes) +
-                                                 " bytes (EngineParams.kv_bytes)");
+      return Status(ErrorCode::kContextOverflow,
+                    "GenerationRequest.prompt: the state of " + std::to_string(min_bytes) +
+                        " bytes for this " + std::to_string(request.prompt.size()) +
+                        "-token prompt exceeds the KV budget of " +
+                        std::to_string(e.params.kv_bytes) + " bytes (EngineParams.kv_bytes)");
     r->reserved_bytes = e.params.kv_bytes;  // runs alone, capped by the budget
   }
   r->req = std::move(request);

@@ -297,13 +297,14 @@ TEST_CASE("engine: cancel, typed submit errors, budget exhaustion, shutdown", "[
   bad.sampling.top_p = 2.0f;
   REQUIRE_THAT(engine->submit(bad, c.callback()).status().message(), Catch::Contains("top_p"));
 
-  // A budget below one sequence's minimal state: kOutOfMemory at submit.
+  // A budget below one sequence's minimal state: kContextOverflow at submit (a retry cannot help).
   EngineParams tiny_budget;
   tiny_budget.kv_bytes = 16;
   auto small = Engine::create(tiny8(), tiny_budget);
   REQUIRE(small.is_ok());
-  REQUIRE(small->submit(greedy_request(p1, 4), c.callback()).status().code() ==
-          ErrorCode::kOutOfMemory);
+  const Status never = small->submit(greedy_request(p1, 4), c.callback()).status();
+  REQUIRE(never.code() == ErrorCode::kContextOverflow);
+  REQUIRE_THAT(never.message(), Catch::Contains("-token prompt exceeds the KV budget of 16 bytes"));
 
   // Length cut by the context: finishes with kLength at max_context.
   auto capped = engine->submit(greedy_request(p1, kNoTokenLimit), c.callback());
