@@ -289,38 +289,29 @@ TEST_CASE("max_tokens stop gives finish_reason length", "[server]") {
 
 TEST_CASE("a tool call cut by max_tokens or a stop finishes with length or stop, not tool_calls",
           "[server]") {
-  // Pieces of one call; max_tokens stops inside its parameter value. Clients execute
-  // tool_calls, so a call whose arguments the parser had to close must not be reported as one.
+  // Pieces of one call, ended inside its parameter value by max_tokens ("length") or by the
+  // script running out as a stop string or stop token would end it (FinishReason::kStop: "stop").
+  // Clients execute tool_calls, so a call whose arguments the parser had to close must not be
+  // reported as one.
   const std::string call =
       "Let me check.\n\n<｜DSML｜ calls>\n<｜DSML｜ invoke name=\"get_weather\">\n"
       "<｜DSML｜ parameter name=\"city\" string=\"true\">Paris is a long city name";
-  for (const bool stream : {false, true}) {
-    const std::vector<std::string> pieces = split_utf8(call, 6);
-    Fixture f(pieces);
-    const std::string fields =
-        fmt::format(R"(,"max_tokens":{},"reasoning_effort":"none","stream":{},)", pieces.size() - 2,
-                    stream ? "true" : "false");
-    auto [status, body] =
-        collect(f.api->handle(post("/v1/chat/completions", chat_body(fields + kTools))));
-    REQUIRE(status == 200);
-    INFO(body);
-    CHECK(body.find(R"("finish_reason":"length")") != std::string::npos);
-    CHECK(body.find(R"("finish_reason":"tool_calls")") == std::string::npos);
-  }
-  // The same call ended by a stop string or stop token (the script runs out: FinishReason::kStop)
-  // is "stop", not tool_calls either (12-byte pieces: fewer than the scripted context leaves for
-  // the completion, so the script runs out before the clamped max_tokens).
-  for (const bool stream : {false, true}) {
-    Fixture f(split_utf8(call, 12));
-    const std::string fields =
-        fmt::format(R"(,"reasoning_effort":"none","stream":{},)", stream ? "true" : "false");
-    auto [status, body] =
-        collect(f.api->handle(post("/v1/chat/completions", chat_body(fields + kTools))));
-    REQUIRE(status == 200);
-    INFO(body);
-    CHECK(body.find(R"("finish_reason":"stop")") != std::string::npos);
-    CHECK(body.find(R"("finish_reason":"tool_calls")") == std::string::npos);
-  }
+  const std::vector<std::string> pieces = split_utf8(call, 6);
+  for (const bool by_length : {true, false})
+    for (const bool stream : {false, true}) {
+      Fixture f(pieces);
+      const std::string limit =
+          by_length ? fmt::format(R"("max_tokens":{},)", pieces.size() - 2) : "";
+      const std::string fields = fmt::format(R"(,{}"reasoning_effort":"none","stream":{},)", limit,
+                                             stream ? "true" : "false");
+      auto [status, body] =
+          collect(f.api->handle(post("/v1/chat/completions", chat_body(fields + kTools))));
+      REQUIRE(status == 200);
+      INFO(body);
+      CHECK(body.find(by_length ? R"("finish_reason":"length")" : R"("finish_reason":"stop")") !=
+            std::string::npos);
+      CHECK(body.find(R"("finish_reason":"tool_calls")") == std::string::npos);
+    }
   // The whole call within max_tokens is still tool_calls.
   Fixture f(split_utf8(kToolScript, 5));
   auto [status, body] = collect(
