@@ -224,7 +224,7 @@ cmd_stop() {
   fi
   if [ "$unreachable" = 1 ]; then
     echo "launch.sh: the worker $WORKER does not answer: rank 1 and its guard may still run there (run scripts/launch.sh stop again once it answers)" >&2
-    exit 1
+    return 1  # not exit: fail_start goes on to print why the start failed
   fi
   info "stopped"
 }
@@ -276,9 +276,10 @@ push_file() {
 }
 
 # Stops what start launched and fails with the reason (and the log tail of `rank`, if given).
+# cmd_stop's warnings (an unreachable worker whose rank 1 may still run) stay on stderr.
 fail_start() {
   [ -n "${2:-}" ] && show_tail "$2"
-  cmd_stop >/dev/null 2>&1 || true
+  cmd_stop >/dev/null || true
   die "$1"
 }
 
@@ -363,7 +364,8 @@ cmd_start() {
       ./bin/dsv41-server --model \"\$model\" --rank 1 \
       --peer $(quote "$HEAD_IP:$TP_PORT") --tp-bind $(quote "$WORKER_IP") $(quote "${ENGINE[@]}") \
       >r1.log 2>&1 </dev/null &
-    for i in \$(seq 100); do [ -s r1.pid ] && break; sleep 0.05; done"
+    for i in \$(seq 100); do [ -s r1.pid ] && break; sleep 0.05; done" ||
+    die "the worker $WORKER did not answer over SSH when rank 1 was started (check it with: scripts/launch.sh status)"
   info "starting rank 0 here (HTTP $HOST:$PORT)"
   rm -f "$STATE_DIR/r0.pid"
   # A bare background command (not `cd && cmd &`, whose waiting subshell would keep this
@@ -387,7 +389,8 @@ cmd_start() {
     on_worker "cd $(quote "$WORKER_STATE_DIR") || exit 1
       MEMGUARD_GIB=$(quote "$MEMGUARD_GIB") MEMGUARD_LOG=memguard.log nohup setsid \
         sh -c 'echo \$\$ >memguard.pid; exec \"\$@\"' sh bin/memguard.sh r1.pid \
-        >/dev/null 2>&1 </dev/null &"
+        >/dev/null 2>&1 </dev/null &" ||
+      fail_start "the worker $WORKER did not answer over SSH when its memory guard was started"
     # A guard that is not running is no guard: check both before waiting. A guard ends with the
     # rank it watches, so a rank that already exited (a refused rendezvous takes well under the
     # second below) is reported as itself, not as its guard.
@@ -439,7 +442,7 @@ cmd_start() {
 
 case "$cmd" in
   start) cmd_start ;;
-  stop) cmd_stop ;;
+  stop) cmd_stop || exit 1 ;;
   status) cmd_status ;;
   logs) cmd_logs "${2:-}" ;;
   detect) cmd_detect ;;

@@ -307,6 +307,20 @@ def test_lifecycle(fx):
     fx.run("stop")
 
 
+def test_worker_lost_during_start(fx):
+    # The worker stops answering when its memory guard is started: start fails naming that, and
+    # says rank 1 may still run there (the script used to end silently under set -e, rank 0 left
+    # running).
+    rc, out, err = fx.run("start", HEAD_IP="127.0.0.1", WORKER_IP="127.0.0.2",
+                          FAKE_SSH_DROP_FROM="memguard.sh r1.pid", timeout=240)
+    check(rc == 1 and "tester@worker did not answer over SSH when its memory guard was started"
+          in err
+          and "rank 1 and its guard may still run there" in err,
+          "worker lost during start: the reason and the warning are printed", out + err[-3000:])
+    r0 = fx.pid(os.path.join(fx.state, "r0.pid"))
+    check(not (r0 and running(r0)), "rank 0 stopped after the failed start", f"{r0}")
+
+
 def test_rank_mismatch(fx):
     # A worker model whose config.json differs in bytes only: the rendezvous refuses it (config
     # hash), both ranks exit, and start reports it instead of waiting.
@@ -330,7 +344,9 @@ def test_rank_mismatch(fx):
 
 def main():
     for name, test in (("detect", test_detect), ("bad setup", test_bad_setup),
-                       ("lifecycle", test_lifecycle), ("rank mismatch", test_rank_mismatch)):
+                       ("lifecycle", test_lifecycle),
+                       ("worker lost during start", test_worker_lost_during_start),
+                       ("rank mismatch", test_rank_mismatch)):
         print(f"== {name}", flush=True)
         fx = Fixture()
         try:
