@@ -27,7 +27,7 @@ fi
 mkdir -p "$agent_dir/extensions"
 AGENT_DIR="$agent_dir" BASE_URL="$url" FRAGMENT="$here/models.fragment.json" \
 SET_DEFAULT="${SET_DEFAULT:-0}" python3 - <<'PY'
-import json, os, re, sys, time
+import json, os, re, stat, sys, time
 
 agent = os.environ["AGENT_DIR"]
 provider_id, model_id = "dsv41-sparks", "deepseek-v4.1-flash"
@@ -47,15 +47,21 @@ def load(path):
             sys.exit(f"install.sh: {path} is not valid JSON ({e}); left unchanged")
 
 def save(path, data):
+    # The backup and the new file keep the old file's mode: models.json may hold other
+    # providers' API keys (0600 stays 0600); a new file is 0600.
+    mode = stat.S_IMODE(os.stat(path).st_mode) if os.path.exists(path) else 0o600
+    def create(name):
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        os.fchmod(fd, mode)  # O_CREAT's mode passes through the umask; an old file keeps its own
+        return os.fdopen(fd, "wb")
     if os.path.exists(path):
         backup = f"{path}.{stamp}.bak"
-        with open(path, "rb") as src, open(backup, "wb") as dst:
+        with open(path, "rb") as src, create(backup) as dst:
             dst.write(src.read())
         print(f"backup: {backup}")
     tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2)
-        f.write("\n")
+    with create(tmp) as f:
+        f.write((json.dumps(data, indent=2) + "\n").encode("utf-8"))
     os.replace(tmp, path)
 
 models_path = os.path.join(agent, "models.json")

@@ -8,6 +8,7 @@ tests/server/node) talks to the real dsv41-server on the tiny8 model.
 import glob
 import json
 import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -34,6 +35,7 @@ class PiTest(unittest.TestCase):
                          "apiKey": "other-key", "models": [{"id": "m"}]}
                 with open(os.path.join(agent, "models.json"), "w") as f:
                     json.dump({"providers": {"other": other}}, f)
+                os.chmod(os.path.join(agent, "models.json"), 0o600)  # holds other-key
                 with open(os.path.join(agent, "settings.json"), "w") as f:
                     json.dump({"enabledModels": ["other/m"]}, f)
                 env = dict(os.environ, PI_CODING_AGENT_DIR=agent, DSV41_API_KEY=KEY,
@@ -53,7 +55,11 @@ class PiTest(unittest.TestCase):
                 self.assertEqual(settings["enabledModels"],
                                  ["other/m", "dsv41-sparks/deepseek-v4.1-flash"])
                 self.assertEqual(settings["defaultProvider"], "dsv41-sparks")
-                self.assertTrue(glob.glob(os.path.join(agent, "models.json.*.bak")))
+                backups = glob.glob(os.path.join(agent, "models.json.*.bak"))
+                self.assertTrue(backups)
+                # The file and its backups keep 0600: they hold the other provider's key.
+                for path in [os.path.join(agent, "models.json")] + backups:
+                    self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o600, path)
                 self.assertTrue(os.path.exists(os.path.join(agent, "extensions",
                                                             "dsv41-sparks.ts")))
                 for path in glob.glob(os.path.join(agent, "**", "*"), recursive=True):
