@@ -26,6 +26,18 @@ if(JPEG_FOUND AND CMAKE_LIBRARY_ARCHITECTURE AND
                "${JPEG_INCLUDE_DIR}/${CMAKE_LIBRARY_ARCHITECTURE}")
 endif()
 if(DSV41_BUILD_TESTS)
-  find_package(Catch2 2 REQUIRED)
+  # The tests use Catch2 2.x's single header (Debian 12's catch2 package); Catch2 3 (what newer
+  # distributions package) has other headers and matchers. Name the problem and the way out.
+  find_package(Catch2 QUIET)
+  if(NOT Catch2_FOUND OR NOT Catch2_VERSION VERSION_LESS 3)
+    if(Catch2_FOUND)
+      set(found "Catch2 ${Catch2_VERSION} is installed")
+    else()
+      set(found "no Catch2 was found")
+    endif()
+    message(FATAL_ERROR "the tests need Catch2 2.x (Debian 12: apt install catch2); ${found}. "
+                        "Configure with -DDSV41_BUILD_TESTS=OFF to build the library and server "
+                        "without them (scripts/run.sh does).")
+  endif()
   include(Catch)
 endif()

@@ -11,7 +11,8 @@ bash scripts/setup.sh
 jobs="${JOBS:-$(nproc)}"
 build="${BUILD_DIR:-build}"
 
-cmake -G Ninja -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DDSV41_FATAL_WARNINGS=ON
+cmake -G Ninja -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DDSV41_FATAL_WARNINGS=ON \
+  -DDSV41_BUILD_TESTS=ON  # (scripts/run.sh turns them off in the same build dir)
 cmake --build "$build" -j "$jobs"
 ctest --test-dir "$build" -j "$jobs" --output-on-failure -LE 'kernel|e2e' --timeout 900
 
