@@ -23,6 +23,9 @@
 #                           hardware, docs/tp.md); 0: the TP link's TCP path over the fabric IPs
 #   HOST=0.0.0.0 PORT=8000  HTTP of rank 0          TP_PORT=29500   rank 0's TP listener
 #   BACKEND=cuda MAX_CONTEXT=262144 KV_BYTES=2700000000 MAX_SEQS=2 MAX_BATCHED_TOKENS=2048
+#   SPEC_METHOD=dspark SPEC_TOKENS=7   speculative decoding (the reference's tuned default: the
+#                           checkpoint's DSpark module, 7 drafts per step; SPEC_TOKENS=0: off;
+#                           ngram: prompt lookup, for a checkpoint without mtp.*)
 #   EXTRA_ARGS              more dsv41-server flags, given to both ranks (word-split)
 #   NCCL=0                  1: the CUDA forward's all-reduces and logits gather over NCCL
 #                           (DSV41_TP_NCCL, both ranks; NCCL_SOCKET_IFNAME / NCCL_IB_HCA set to
@@ -135,7 +138,8 @@ resolve_fabric() {
 engine_flags() {
   ENGINE=(--backend "$BACKEND" --max-context "${MAX_CONTEXT:-262144}"
     --kv-bytes "${KV_BYTES:-2700000000}" --max-sequences "${MAX_SEQS:-2}"
-    --max-batched-tokens "${MAX_BATCHED_TOKENS:-2048}")
+    --max-batched-tokens "${MAX_BATCHED_TOKENS:-2048}"
+    --speculative-method "${SPEC_METHOD:-dspark}" --speculative-tokens "${SPEC_TOKENS:-7}")
   local extra=()
   read -r -a extra <<<"${EXTRA_ARGS:-}"
   ENGINE+=("${extra[@]}")

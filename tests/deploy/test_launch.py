@@ -65,13 +65,15 @@ esac
         self.port, self.tp_port = free_port(), free_port()
         self.env = dict(os.environ)
         for k in ("HEAD_IP", "WORKER_IP", "HEAD_IFNAME", "WORKER_IFNAME", "RDMA", "NCCL",
-                  "EXTRA_ARGS"):
+                  "EXTRA_ARGS", "SPEC_METHOD", "SPEC_TOKENS"):
             self.env.pop(k, None)
         self.env.update({
             "WORKER": "tester@worker", "SSH": os.path.join(HERE, "fake_ssh.sh"),
             "FAKE_SSH_HOME": self.home, "FAKE_SSH_LOG": self.ssh_log, "MODEL_DIR": MODEL,
             "STATE_DIR": self.state, "WORKER_STATE_DIR": "dsv41-state", "SERVER_BIN": SERVER,
             "BACKEND": "cpu", "EXTRA_ARGS": "--threads 1", "HOST": "127.0.0.1",
+            # tiny8 has no DSpark module (mtp.*): prompt-lookup drafts, still 7 per step.
+            "SPEC_METHOD": "ngram",
             "PORT": str(self.port), "TP_PORT": str(self.tp_port), "WAIT_S": "240",
             "MEMGUARD_GIB": "0.001", "LINES": "400",
             "PATH": self.stubs + os.pathsep + os.environ.get("PATH", ""),
@@ -264,6 +266,10 @@ def test_lifecycle(fx):
     check(status == 401, "an exported DSV41_API_KEY does not replace the key file")
     r0, r1 = fx.pid(os.path.join(fx.state, "r0.pid")), fx.pid(fx.worker_path("r1.pid"))
     for name, pid in (("rank 0", r0), ("rank 1", r1)):
+        argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        check(b"--speculative-tokens\x007" in b"\0".join(argv)
+              and b"--speculative-method\x00ngram" in b"\0".join(argv),
+              f"{name} runs with the speculative flags (7 drafts per step)", argv)
         environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
         check(b"DSV41_CUDA_VISION=false" in environ and b"DSV41_CUDA_MAX_CHUNK=512" in environ
               and not any(e.startswith(b"DSV41_API_KEY=") for e in environ),
