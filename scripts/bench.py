@@ -34,7 +34,8 @@ match an earlier prompt (`cached_tokens` is reported as the check).
    usage). Streams that never overlapped (T1 <= T0: the server serialised them) fall back to the
    sum of each stream's tokens after its first delta / (last delta of all - first delta of all),
    marked "span". ITL p50/p90: gaps between consecutive deltas of a stream, pooled over streams.
-3. long context, per --long-context size: "The secret code is NNNNNN." in the middle of a prompt
+3. long context, per --long-context size (default 175000, the reference's recall test; a bare
+   --long-context runs none): "The secret code is NNNNNN." in the middle of a prompt
    of about that size, the question at the end, max_tokens 64. PASS if the answer contains the
    number, else FAIL; "SKIP (context limit)" when the server answers 400 for the length (its
    message is kept).
@@ -413,8 +414,11 @@ def main():
     ap.add_argument("--ignore-eos", action="store_true",
                     help="decode streams run past end of sequence (with --max-tokens: every "
                          "stream exactly that long)")
-    ap.add_argument("--long-context", type=int, nargs="*", default=[],
-                    help="needle-in-a-haystack prompt sizes (default none)")
+    # The reference's long-context status is its 175k-token recall (spec seed.md); a bare
+    # --long-context runs none.
+    ap.add_argument("--long-context", type=int, nargs="*", default=[175000],
+                    help="needle-in-a-haystack prompt sizes (default 175000; none when given "
+                         "without sizes)")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=600, help="socket timeout per read, seconds")
     a = ap.parse_args()

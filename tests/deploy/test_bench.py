@@ -124,6 +124,9 @@ class BenchTest(unittest.TestCase):
                            env={"HOME": home})
         self.assertEqual(p.returncode, 0, self.out)
         self.assertIn("aggregate", p.stdout, self.out)
+        # No --long-context: the seed's command still reports the 175k recall's status (past
+        # this server's 512-token context: SKIP with the server's message).
+        self.assertRegex(p.stdout, r"175000 .*SKIP \(context limit\)", self.out)
 
     def test_unreachable(self):
         p = self.bench(f"http://127.0.0.1:{closed_port()}", "--key", KEY, "--timeout", "10")
