@@ -33,7 +33,18 @@ std::vector<int32_t> prompt_ids(element root, const GenerationBackend& backend,
     simdjson::dom::array list(p);
     DSV41_CHECK(list.size() >= 1, kInvalidArgument, "prompt: must not be an empty list");
     element first = list.at(0);
-    if (first.type() == element_type::STRING) {
+    // [[ids]]: a batch of one token list (lm-eval's local-completions sends loglikelihood
+    // requests this way); more than one prompt per request is refused as for strings.
+    std::string path = "prompt";
+    if (first.type() == element_type::ARRAY) {
+      DSV41_CHECK(list.size() == 1, kInvalidArgument,
+                  "prompt: only one prompt per request is supported (got {})", list.size());
+      list = simdjson::dom::array(first);
+      DSV41_CHECK(list.size() >= 1, kInvalidArgument, "prompt[0]: must not be an empty list");
+      first = list.at(0);
+      path = "prompt[0]";
+    }
+    if (first.type() == element_type::STRING && path == "prompt") {
       DSV41_CHECK(list.size() == 1, kInvalidArgument,
                   "prompt: only one prompt per request is supported (got {})", list.size());
       p = first;
@@ -43,7 +54,7 @@ std::vector<int32_t> prompt_ids(element root, const GenerationBackend& backend,
       for (element t : list) {
         DSV41_CHECK(
             t.type() == element_type::INT64 && int64_t(t) >= 0 && int64_t(t) < backend.vocab_size(),
-            kInvalidArgument, "prompt[{}]: expected a token id in [0, {})", i,
+            kInvalidArgument, "{}[{}]: expected a token id in [0, {})", path, i,
             backend.vocab_size());
         ids.push_back(static_cast<int32_t>(int64_t(t)));
         ++i;

@@ -198,6 +198,22 @@ class ServerTest(unittest.TestCase):
         self.assertEqual("".join(e["choices"][0]["text"] for e in events),
                          full["choices"][0]["text"])
         self.assertEqual(events[-1]["choices"][0]["finish_reason"], "length")
+        # The prompt as token ids, flat or as a batch of one list (lm-eval's form): the same
+        # completion; two prompts or an empty inner list are 400 naming the field.
+        ids = [5, 17, 42, 9]
+        status, flat = self.s.json("POST", "/v1/completions",
+                                   {"prompt": ids, "max_tokens": 6, "temperature": 0})
+        self.assertEqual(status, 200, flat)
+        status, nested = self.s.json("POST", "/v1/completions",
+                                     {"prompt": [ids], "max_tokens": 6, "temperature": 0})
+        self.assertEqual(status, 200, nested)
+        self.assertEqual(nested["choices"][0]["text"], flat["choices"][0]["text"])
+        self.assertEqual(nested["usage"]["prompt_tokens"], 4)
+        for bad, field in (([ids, ids], "only one prompt per request"), ([[]], "prompt[0]"),
+                           ([[5, "x"]], "prompt[0][1]")):
+            status, err = self.s.json("POST", "/v1/completions", {"prompt": bad})
+            self.assertError(status, err, 400, "invalid_request_error", None)
+            self.assertIn(field, err["error"]["message"])
         status, default = self.s.json("POST", "/v1/completions",
                                       {"prompt": "Hello,", "temperature": 0})
         self.assertEqual(default["usage"]["completion_tokens"], 16)  # vLLM default max_tokens
