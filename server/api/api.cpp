@@ -68,12 +68,15 @@ HttpResponse Api::handle(const HttpRequest& request) {
   if (path.rfind("/v1/", 0) == 0) path = path.substr(3);
   const Route* match = nullptr;
   bool path_known = false;
+  std::string allow;  // the path's methods, for a 405's Allow header (RFC 9110 §15.5.6)
   // HEAD is GET without the body (the connection drops it): same route, same key rule.
   const std::string method = request.method == "HEAD" ? "GET" : request.method;
   for (const Route& r : kRoutes) {
     if (path != r.path) continue;
     path_known = true;
     if (method == r.method) match = &r;
+    allow += (allow.empty() ? "" : ", ") + std::string(r.method) +
+             (std::string_view(r.method) == "GET" ? ", HEAD" : "");
   }
   if (!path_known)
     return error_response(404, "no route for " + request.method + " " + request.path);
@@ -81,8 +84,12 @@ HttpResponse Api::handle(const HttpRequest& request) {
   const bool metrics_open = path == "/metrics" && !config_.metrics_require_key;
   if (key_ && !open && !metrics_open && !key_->check(request.header("authorization")))
     return error_response(401, "missing or invalid API key (Authorization: Bearer <key>)");
-  if (!match)
-    return error_response(405, "method " + request.method + " is not allowed on " + request.path);
+  if (!match) {
+    HttpResponse r =
+        error_response(405, "method " + request.method + " is not allowed on " + request.path);
+    r.headers.emplace_back("Allow", allow);
+    return r;
+  }
   try {
     return match->handler(*this, request);
   } catch (const detail::Failure& f) {

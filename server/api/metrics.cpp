@@ -53,7 +53,14 @@ void ServerMetrics::count_request(const std::string& reason) {
 }
 
 std::string ServerMetrics::render(const EngineStats& st, const std::string& model) const {
-  const std::string labels = fmt::format("model_name=\"{}\",engine=\"0\"", model);
+  // Label values escape \\, " and newline (Prometheus text format): a served model name with a
+  // quote otherwise broke the parse of the whole scrape.
+  std::string model_label;
+  for (char c : model) {
+    if (c == '\\' || c == '"') model_label += '\\';
+    model_label += c == '\n' ? std::string("\\n") : std::string(1, c);
+  }
+  const std::string labels = fmt::format("model_name=\"{}\",engine=\"0\"", model_label);
   std::string out;
   auto gauge = [&](const char* name, const char* help, double v) {
     out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{}{{{}}} {}\n", name, help, name, name,

@@ -102,6 +102,11 @@ class ServerTest(unittest.TestCase):
         self.assertError(status, body, 404)
         status, body = self.s.json("GET", "/v1/chat/completions")
         self.assertError(status, body, 405)
+        # RFC 9110 §15.5.6: a 405 names the allowed methods.
+        status, headers, _ = self.s.request("PUT", "/v1/models")
+        self.assertEqual((status, headers.get("allow")), (405, "GET, HEAD"))
+        status, headers, _ = self.s.request("GET", "/v1/chat/completions")
+        self.assertEqual((status, headers.get("allow")), (405, "POST"))
 
     # --- auth ---------------------------------------------------------------------------
     def test_auth(self):

@@ -320,6 +320,23 @@ TEST_CASE("a tool call cut by max_tokens or a stop finishes with length or stop,
   CHECK(body.find(R"("finish_reason":"tool_calls")") != std::string::npos);
 }
 
+TEST_CASE("/metrics escapes the model name label", "[server]") {
+  // A served name with a backslash, a quote and a newline must not break the exposition format.
+  ServerConfig c;
+  c.model_dir = "scripted";
+  c.served_model_name = "acme\\team \"v4\"\nx";
+  Api api(c, std::nullopt);
+  api.set_backend(std::make_shared<ScriptedBackend>(std::vector<std::string>{"a"}));
+  HttpRequest r;
+  r.method = "GET";
+  r.path = "/metrics";
+  auto [status, body] = collect(api.handle(r));
+  REQUIRE(status == 200);
+  INFO(body);
+  CHECK(body.find(R"(model_name="acme\\team \"v4\"\nx",engine="0")") != std::string::npos);
+  CHECK(body.find("\"v4\"\"") == std::string::npos);
+}
+
 TEST_CASE("no backend yet: health and generation answer 503", "[server]") {
   ServerConfig c;
   Api api(c, ApiKey("k"));
