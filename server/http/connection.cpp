@@ -1,11 +1,13 @@
 #include "http/connection.hpp"
 
+#include <fmt/format.h>
 #include <sys/socket.h>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <cctype>
 #include <cerrno>
+#include <ctime>
 
 #include "api/api_errors.hpp"
 #include "http/listener.hpp"
@@ -26,10 +28,28 @@ constexpr uint32_t kHeaderLimit = 64 * 1024;
 // most this long, so the client sees the response instead of a reset connection.
 constexpr auto kDrainTime = std::chrono::seconds(2);
 
+// IMF-fixdate of now, for the Date header every response carries (RFC 9110 §6.6.1).
+std::string http_date() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  static constexpr const char* kDays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+  static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                            "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  return fmt::format("{}, {:02d} {} {} {:02d}:{:02d}:{:02d} GMT", kDays[tm.tm_wday], tm.tm_mday,
+                     kMonths[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
 HttpRequest to_request(http::request<http::string_body>&& req) {
   HttpRequest out;
   out.method = std::string(req.method_string());
   std::string target(req.target());
+  // Absolute form (RFC 9112 §3.2.2, "http://host/v1/models"): the path after the authority.
+  if (const size_t scheme = target.find("://");
+      scheme != std::string::npos && target.find('/') > scheme) {
+    const size_t path = target.find('/', scheme + 3);
+    target = path == std::string::npos ? "/" : target.substr(path);
+  }
   out.path = target.substr(0, target.find('?'));
   for (const auto& field : req) {
     std::string name(field.name_string());
@@ -113,6 +133,8 @@ void Connection::on_header(beast::error_code ec) {
     }
     return reject(400, "malformed HTTP request: " + ec.message());
   }
+  if (parser_->get().version() >= 11 && parser_->get().count(http::field::host) != 1)
+    return reject(400, "an HTTP/1.1 request needs exactly one Host header (RFC 9112 §3.2)");
   // curl and libcurl send "Expect: 100-continue" for bodies over 1 KiB and wait ~1 s for the
   // interim response before sending the body anyway.
   // (Not to an HTTP/1.0 client: it must not get a 1xx, RFC 9110 §10.1.1.)
@@ -170,6 +192,7 @@ void Connection::write_plain(HttpResponse response, bool close_after) {
   auto msg = std::make_shared<http::response<http::string_body>>(
       static_cast<http::status>(response.status), 11);
   msg->set(http::field::server, "dsv41-server");
+  msg->set(http::field::date, http_date());
   msg->set(http::field::content_type, response.content_type);
   for (const auto& [name, value] : response.headers) msg->set(name, value);
   msg->keep_alive(!close_after);
@@ -198,6 +221,7 @@ void Connection::start_event_stream(HttpResponse response) {
   auto msg = std::make_shared<http::response<http::empty_body>>(
       static_cast<http::status>(response.status), 11);
   msg->set(http::field::server, "dsv41-server");
+  msg->set(http::field::date, http_date());
   msg->set(http::field::content_type, response.content_type);
   for (const auto& [name, value] : response.headers) msg->set(name, value);
   if (http10_) keep_alive_ = false;  // the body ends with the connection

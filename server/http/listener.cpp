@@ -41,7 +41,8 @@ Listener::Listener(net::io_context& ioc, Api& api, const HttpLimits& limits, int
       acceptor_(net::make_strand(ioc)),
       api_(api),
       limits_(limits),
-      max_connections_(max_connections) {}
+      max_connections_(max_connections),
+      retry_(acceptor_.get_executor()) {}
 
 Status Listener::open(const std::string& host, int port) {
   boost::system::error_code ec;
@@ -70,30 +71,35 @@ void Listener::stop() {
   net::post(acceptor_.get_executor(), [self = shared_from_this()] {
     boost::system::error_code ec;
     self->acceptor_.close(ec);
+    self->retry_.cancel();
     self->tracker_->shutdown_all();
   });
 }
 
 void Listener::accept() {
-  acceptor_.async_accept(net::make_strand(ioc_), [self = shared_from_this()](
-                                                     boost::system::error_code ec,
-                                                     tcp::socket socket) {
-    if (ec == net::error::operation_aborted || !self->acceptor_.is_open()) return;
-    if (!ec) {
-      if (static_cast<int>(self->tracker_->size()) >= self->max_connections_) {
+  acceptor_.async_accept(
+      net::make_strand(ioc_),
+      [self = shared_from_this()](boost::system::error_code ec, tcp::socket socket) {
+        if (ec == net::error::operation_aborted || !self->acceptor_.is_open()) return;
+        if (ec) {  // e.g. out of descriptors: try again in 100 ms, not in a busy loop
+          self->retry_.expires_after(std::chrono::milliseconds(100));
+          self->retry_.async_wait([self](boost::system::error_code e) {
+            if (!e && self->acceptor_.is_open()) self->accept();
+          });
+          return;
+        }
         boost::system::error_code ignored;
-        socket.close(ignored);
-      } else {
-        boost::system::error_code ignored;
-        socket.set_option(tcp::no_delay(true), ignored);
-        auto c = std::make_shared<Connection>(std::move(socket), self->api_, self->limits_,
-                                              self->tracker_);
-        self->tracker_->add(c.get(), c);
-        c->start();
-      }
-    }
-    self->accept();
-  });
+        if (static_cast<int>(self->tracker_->size()) >= self->max_connections_) {
+          socket.close(ignored);
+        } else {
+          socket.set_option(tcp::no_delay(true), ignored);
+          auto c = std::make_shared<Connection>(std::move(socket), self->api_, self->limits_,
+                                                self->tracker_);
+          self->tracker_->add(c.get(), c);
+          c->start();
+        }
+        self->accept();
+      });
 }
 
 }  // namespace dsv41::server

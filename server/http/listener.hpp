@@ -4,6 +4,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -44,6 +45,9 @@ class Listener : public std::enable_shared_from_this<Listener> {
   Api& api_;
   HttpLimits limits_;
   int max_connections_;
+  // Accept failures (EMFILE / ENFILE when descriptors run out) retry after a pause: an immediate
+  // retry fails again at once and spun a core until a connection closed.
+  boost::asio::steady_timer retry_;
   std::shared_ptr<ConnectionTracker> tracker_ = std::make_shared<ConnectionTracker>();
 };
 

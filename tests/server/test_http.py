@@ -7,6 +7,7 @@ non-stream answers must agree token for token (api-and-clients.md §2.4–2.5, �
 """
 import base64
 import json
+import os
 import socket
 import struct
 import sys
@@ -603,6 +604,24 @@ class ServerTest(unittest.TestCase):
                 KEY.encode() + b"\r\nContent-Type: application/json\r\n" + extra_headers +
                 b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
 
+    def test_host_date_and_absolute_form(self):
+        # RFC 9112 §3.2: an HTTP/1.1 request without exactly one Host is a 400; HTTP/1.0 needs
+        # none. §3.2.2: the absolute form names the same resource. RFC 9110 §6.6.1: Date.
+        for head in (b"GET /health HTTP/1.1\r\n", b"GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\n"):
+            sock, got = self.raw(head + b"\r\n", until=b"}")
+            sock.close()
+            self.assertTrue(got.startswith(b"HTTP/1.1 400"), got)
+            self.assertIn(b"exactly one Host header", got)
+        sock, got = self.raw(b"GET /health HTTP/1.0\r\n\r\n", until=b"}")
+        sock.close()
+        self.assertTrue(got.startswith(b"HTTP/1.1 200"), got)
+        sock, got = self.raw(b"GET http://x:8000/health HTTP/1.1\r\nHost: x:8000\r\n"
+                             b"Connection: close\r\n\r\n", until=b"}")
+        sock.close()
+        self.assertTrue(got.startswith(b"HTTP/1.1 200"), got)
+        self.assertRegex(got, rb"\r\nDate: (Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d [A-Z][a-z]{2} "
+                              rb"\d{4} \d\d:\d\d:\d\d GMT\r\n")
+
     def test_bytes_after_a_non_stream_request_keep_the_response(self):
         # A stray CRLF (or a pipelined request) after a non-stream request: the response used to
         # be dropped with a reset, and the generation kept running for nobody.
@@ -769,6 +788,45 @@ class SpeculativeTest(unittest.TestCase):
                               capture_output=True, text=True, timeout=120)
         self.assertEqual(proc.returncode, 1, proc.stderr)
         self.assertIn("num_nextn_predict_layers = 0", proc.stderr)
+
+
+class DescriptorExhaustionTest(unittest.TestCase):
+    def test_accept_loop_waits_when_descriptors_run_out(self):
+        # More idle connections than descriptors (RLIMIT_NOFILE lowered to 64 on the running
+        # server, --max-connections above it): accept fails with EMFILE and must retry after a
+        # pause, not spin a core until a connection closes.
+        import resource
+        s = Server(BINARY, MODEL, "--max-connections", "500")
+        socks = []
+        try:
+            resource.prlimit(s.proc.pid, resource.RLIMIT_NOFILE, (64, 64))
+            for _ in range(80):
+                socks.append(socket.create_connection(("127.0.0.1", s.port)))
+
+            def cpu_s():
+                with open(f"/proc/{s.proc.pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            time.sleep(0.5)
+            before = cpu_s()
+            time.sleep(2.0)
+            used = cpu_s() - before
+            self.assertLess(used, 0.5, f"{used:.2f} s of CPU in 2 s with descriptors exhausted")
+            for c in socks:
+                c.close()
+            socks = []
+            deadline = time.time() + 30
+            status = None
+            while time.time() < deadline and status != 200:
+                try:
+                    status, _, _ = s.request("GET", "/health", auth=False)
+                except OSError:
+                    time.sleep(0.2)
+            self.assertEqual(status, 200, "the server accepts again once descriptors are free")
+        finally:
+            for c in socks:
+                c.close()
+            s.stop()
 
 
 class KeyFileAndShutdownTest(unittest.TestCase):
