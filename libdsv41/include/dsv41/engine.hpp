@@ -139,14 +139,16 @@ class DSV41_API Engine {
   // Queues a request. Errors (nothing queued): kInvalidArgument naming the field (empty prompt,
   // id outside the vocabulary, sampling/stop params, an image out of place), kUnsupported
   // (images on a backend that cannot take them), kContextOverflow (prompt does not fit
-  // max_context), kOutOfMemory (its minimal state exceeds kv_bytes, or the queue is full),
-  // kAborted (after shutdown). Every accepted request ends with exactly one kFinished event.
+  // max_context, or its minimal state exceeds kv_bytes), kOutOfMemory (the queue is full),
+  // kAborted (after shutdown, also one made from a callback, and on a moved-from Engine). Every
+  // accepted request ends with exactly one kFinished event.
   [[nodiscard]] Result<RequestId> submit(GenerationRequest request, EventCallback on_event);
   // Ends a waiting or running request with status kCancelled and frees its state.
-  // kNotFound when the id is unknown or already finished.
+  // kNotFound when the id is unknown or already finished (or the engine is shut down).
   Status cancel(RequestId id);
-  EngineStats stats() const;
-  // Cancels everything, joins the scheduler thread. Idempotent.
+  EngineStats stats() const;  // all zero after shutdown
+  // Cancels everything, joins the scheduler thread. Idempotent. Move-assigning onto a running
+  // Engine shuts it down first.
   void shutdown();
 
   struct Impl;

@@ -299,10 +299,21 @@ Result<Engine> Engine::create(const Model& model, const EngineParams& params) {
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::Engine(Engine&&) noexcept = default;
-Engine& Engine::operator=(Engine&&) noexcept = default;
+// The engine assigned over is shut down first: destroying its Impl with the scheduler thread still
+// joinable called std::terminate.
+Engine& Engine::operator=(Engine&& other) noexcept {
+  if (this != &other) {
+    shutdown();
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
 Engine::~Engine() { shutdown(); }
 
+// After shutdown() (also one made from a callback, which lets go of the Impl) and on a moved-from
+// Engine there is no Impl: calls answer as after a shutdown instead of dereferencing null.
 Result<RequestId> Engine::submit(GenerationRequest request, EventCallback on_event) {
+  if (!impl_) return Status(ErrorCode::kAborted, "engine is shut down");
   Impl& e = *impl_;
   const ModelInfo& info = e.model->info;
   if (!on_event) return Status(ErrorCode::kInvalidArgument, "submit: on_event callback is empty");
@@ -375,6 +386,9 @@ Result<RequestId> Engine::submit(GenerationRequest request, EventCallback on_eve
 }
 
 Status Engine::cancel(RequestId id) {
+  if (!impl_)
+    return Status(ErrorCode::kNotFound,
+                  "request " + std::to_string(id) + " is not running (the engine is shut down)");
   Impl& e = *impl_;
   std::lock_guard<std::mutex> lock(e.mu);
   auto mark = [&](EngineRequest& r) {
@@ -391,6 +405,7 @@ Status Engine::cancel(RequestId id) {
 }
 
 EngineStats Engine::stats() const {
+  if (!impl_) return {};
   std::lock_guard<std::mutex> lock(impl_->mu);
   EngineStats s = impl_->stats;
   s.kv_bytes_used = impl_->used_bytes();

@@ -102,11 +102,13 @@ struct DSV41_INTERNAL Engine::Impl {
     }
     return bytes;
   }
-  // Positions a request can occupy: prompt + max_tokens, capped by the context.
+  // Positions a request can occupy: prompt + max_tokens, capped by the context (compared before
+  // adding: max_tokens near INT64_MAX overflowed into a negative reservation).
   int64_t reserve_tokens(const GenerationRequest& r) const {
     const int64_t len = static_cast<int64_t>(r.prompt.size());
-    return r.stop.max_tokens == kNoTokenLimit ? max_context
-                                              : std::min(max_context, len + r.stop.max_tokens);
+    return r.stop.max_tokens == kNoTokenLimit || r.stop.max_tokens >= max_context - len
+               ? max_context
+               : len + r.stop.max_tokens;
   }
   int64_t reserve_for(const GenerationRequest& r) const { return pool_bytes(reserve_tokens(r)); }
   // Keeps a copy of `state` in the prefix cache if it fits the budget next to what is reserved

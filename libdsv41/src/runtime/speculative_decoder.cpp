@@ -15,12 +15,16 @@ struct DSV41_INTERNAL SpeculativeDecoder::Impl {
   sampling::Xoshiro256StarStar rng;
   SpeculativeStats stats;
   std::vector<int32_t> context;  // the drafter's input, reused across rounds
+  // The model it was made for, only compared with a session's (never dereferenced): rows of
+  // another model's logits have another width, which run_round would read past.
+  const Model::Impl* model = nullptr;
 
-  Impl(const SpeculativeParams& p, std::unique_ptr<Drafter> d, const ModelInfo& info)
+  Impl(const SpeculativeParams& p, std::unique_ptr<Drafter> d, const Model& m)
       : params(p),
         drafter(std::move(d)),
-        limits{p.max_draft_tokens, info.vocab_size, info.eos_token_id},
-        rng(speculative::acceptance_seed(p.seed)) {}
+        limits{p.max_draft_tokens, m.info().vocab_size, m.info().eos_token_id},
+        rng(speculative::acceptance_seed(p.seed)),
+        model(m.impl().get()) {}
 };
 
 Status DsparkDrafterParams::validate() const {
@@ -52,7 +56,7 @@ Result<SpeculativeDecoder> SpeculativeDecoder::create(const Model& model,
     return Status(ErrorCode::kInvalidArgument, "SpeculativeDecoder::create: drafter is null");
   std::unique_ptr<Impl> impl;
   st = detail::capture_status(
-      [&] { impl = std::make_unique<Impl>(params, std::move(drafter), model.info()); });
+      [&] { impl = std::make_unique<Impl>(params, std::move(drafter), model); });
   if (!st.is_ok()) return st;
   return SpeculativeDecoder(std::move(impl));
 }
@@ -65,6 +69,11 @@ SpeculativeDecoder::~SpeculativeDecoder() = default;
 Result<SpeculativeRound> SpeculativeDecoder::step(Session& session, Sampler& sampler, int32_t next,
                                                   int64_t max_tokens) {
   Impl& m = *impl_;
+  if (session.impl_->model.get() != m.model)
+    return Status(ErrorCode::kInvalidArgument,
+                  "SpeculativeDecoder::step: the session belongs to another model ('" +
+                      session.impl_->model->info.model_dir +
+                      "'); use a session of the model this decoder was created for");
   SpeculativeRound out;
   Status st = detail::capture_status([&] {
     speculative::RoundTarget target;

@@ -314,9 +314,63 @@ TEST_CASE("engine: cancel, typed submit errors, budget exhaustion, shutdown", "[
   REQUIRE(cev.finish == FinishReason::kLength);
   REQUIRE(cev.completion_tokens == 64 - 37);
 
+  // max_tokens near INT64_MAX: the reservation is the context, not an overflowed negative one.
+  auto huge = engine->submit(greedy_request(p1, INT64_MAX), c.callback());
+  REQUIRE(huge.is_ok());
+  GenerationEvent hev = c.wait(*huge);
+  REQUIRE(hev.status.is_ok());
+  REQUIRE(hev.finish == FinishReason::kLength);
+  REQUIRE(hev.completion_tokens == 64 - 37);
+
   engine->shutdown();
   REQUIRE(engine->submit(greedy_request(p1, 4), c.callback()).status().code() ==
           ErrorCode::kAborted);
+}
+
+TEST_CASE("engine: shutdown from a callback and move-assignment leave usable handles",
+          "[golden][runtime]") {
+  const auto p1 = golden().ids("prompt1.input_ids");
+  EngineParams ep;
+  ep.max_context = 64;
+  // Shutdown inside the first token's callback: later calls from this thread answer as after a
+  // shutdown (the Engine let go of its Impl; they dereferenced null).
+  auto engine = Engine::create(tiny8(), ep);
+  REQUIRE(engine.is_ok());
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false, shut = false;
+  auto id = engine->submit(greedy_request(p1, 8), [&](const GenerationEvent& ev) {
+    if (ev.kind == GenerationEvent::Kind::kToken && !shut) {
+      shut = true;
+      engine->shutdown();
+    }
+    if (ev.kind == GenerationEvent::Kind::kFinished) {
+      std::lock_guard<std::mutex> lock(mu);
+      finished = true;
+      cv.notify_all();
+    }
+  });
+  REQUIRE(id.is_ok());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    REQUIRE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return finished; }));
+  }
+  Collector c;
+  REQUIRE(engine->submit(greedy_request(p1, 4), c.callback()).status().code() ==
+          ErrorCode::kAborted);
+  REQUIRE(engine->cancel(*id).code() == ErrorCode::kNotFound);
+  REQUIRE(engine->stats().running == 0);
+
+  // Move-assigning onto a running Engine shuts it down first (std::terminate before); the
+  // moved-from one answers kAborted.
+  auto a = Engine::create(tiny8(), ep), b = Engine::create(tiny8(), ep);
+  REQUIRE(a.is_ok());
+  REQUIRE(b.is_ok());
+  *a = std::move(*b);
+  auto ok = a->submit(greedy_request(p1, 2), c.callback());
+  REQUIRE(ok.is_ok());
+  REQUIRE(c.wait(*ok).status.is_ok());
+  REQUIRE(b->submit(greedy_request(p1, 2), c.callback()).status().code() == ErrorCode::kAborted);
 }
 
 namespace {

@@ -342,6 +342,20 @@ TEST_CASE("speculative: bad arguments and bad drafts are refused, the session un
   refused(dec.step(s, smp, 3), "Draft.probs[1][2] = nan is not a probability");
   drafter_status = Status(ErrorCode::kIo, "draft model gone");
   refused(dec.step(s, smp, 3), "draft model gone");
+  {  // A session of another model (tiny40: the same 600-token vocabulary, another checkpoint).
+    ModelParams mp;
+    mp.model_dir = fixture("golden/tiny40");
+    auto other_model = Model::load(mp);
+    REQUIRE(other_model.is_ok());
+    auto foreign = Session::create(*other_model, SessionParams{});
+    REQUIRE(foreign.is_ok());
+    REQUIRE(foreign->append(prompt).is_ok());
+    auto r = dec.step(*foreign, smp, 3);
+    REQUIRE_FALSE(r.is_ok());
+    REQUIRE(r.status().code() == ErrorCode::kInvalidArgument);
+    REQUIRE_THAT(r.status().message(), Catch::Contains("the session belongs to another model"));
+    REQUIRE(foreign->position() == static_cast<int64_t>(prompt.size()));
+  }
   REQUIRE(dec.stats().rounds == 0);
   REQUIRE(smp.num_generated() == 0);
   // Creation.
