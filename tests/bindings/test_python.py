@@ -193,6 +193,11 @@ class BindingTest(unittest.TestCase):
         self.assertIn("n = ", str(ctx.exception))
         with self.assertRaises(ValueError):
             dsv41.Engine(self.model, max_sequences=2**32 + 1)
+        # encode_image's width and height are int32 in C: 2**32 + 4 must not arrive as 4.
+        for w, h in ((2**32 + 4, 4), (4, 2**31)):
+            with self.assertRaises(ValueError) as ctx:
+                self.model.encode_image(w, h, bytes(48))
+            self.assertIn("width" if w > 4 else "height", str(ctx.exception))
         with dsv41.Engine(self.model) as engine:
             with self.assertRaises(ValueError) as ctx:
                 next(engine.generate([0, 5], seed=2**64 + 7))

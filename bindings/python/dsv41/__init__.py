@@ -136,12 +136,14 @@ class Model:
         buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
         handle = ctypes.c_void_p()
         _check(_ffi.lib().dsv41_model_encode_image(self._handle, buf, len(data),
-                                                   _int("width", width), _int("height", height),
+                                                   _int("width", width, ctypes.c_int32),
+                                                   _int("height", height, ctypes.c_int32),
                                                    ctypes.byref(handle)))
         return Image(handle)
 
     def encode_image_file(self, data: bytes, max_pixels: int = 0) -> "Image":
-        """A PNG or JPEG file's bytes through the vision tower (0 = the default pixel limit)."""
+        """A PNG, JPEG, GIF or WebP file's bytes through the vision tower (0 = the default pixel
+        limit)."""
         data = bytes(data)
         buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
         handle = ctypes.c_void_p()

@@ -1,6 +1,7 @@
 /* dsv41.h: the C ABI of libdsv41, a thin shim over the C++ API (model.hpp, session.hpp,
- * engine.hpp): one function per C++ call it exposes (not exposed: ModelInfo beyond vocabulary
- * and special tokens, Engine::stats, the Sampler class on its own). Handles are opaque. Ownership:
+ * engine.hpp, sampler.hpp, speculative.hpp, image.hpp): one function per C++ call it exposes (not
+ * exposed: ModelInfo's model_dir, num_layers and state sizes, Engine::stats, the TP parameters).
+ * Handles are opaque. Ownership:
  * every *_load / *_create that succeeds gives the caller a handle it must release with the matching
  * *_free (NULL is accepted); strings and arrays passed in are copied before the call returns;
  * strings passed to callbacks are valid only during the callback. Errors: every fallible call
@@ -131,9 +132,10 @@ typedef struct dsv41_image dsv41_image;
 DSV41_CAPI dsv41_status dsv41_model_encode_image(const dsv41_model* model, const uint8_t* rgb,
                                                  size_t rgb_len, int32_t width, int32_t height,
                                                  dsv41_image** out);
-/* The same for a PNG or JPEG file's bytes (read during the call only), decoded as
- * PIL.Image.open(f).convert("RGB") does (docs/vision.md), at most max_pixels pixels (checked from
- * the header; 0 = 33554432). DSV41_ERR_UNSUPPORTED also for GIF, WebP and CMYK JPEG. */
+/* The same for a PNG, JPEG, GIF or WebP file's bytes (read during the call only), decoded as
+ * PIL.Image.open(f).convert("RGB") does (GIF and WebP: the first frame; docs/vision.md), at most
+ * max_pixels pixels (checked from the header; 0 = 33554432). DSV41_ERR_UNSUPPORTED also for CMYK
+ * JPEG and for a format whose library the build lacks (named in the message). */
 DSV41_CAPI dsv41_status dsv41_model_encode_image_file(const dsv41_model* model,
                                                       const uint8_t* bytes, size_t len,
                                                       int64_t max_pixels, dsv41_image** out);
