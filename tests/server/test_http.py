@@ -363,6 +363,16 @@ class ServerTest(unittest.TestCase):
                     content = "".join(e["choices"][0]["delta"].get("content", "")
                                       for e in parse_sse(lines) if e["choices"])
                     self.assertEqual(content, choice["message"]["content"])
+        # min_tokens beyond the object: once "{}" closes, the grammar allows only the end of
+        # turn, which min_tokens bans; the constraint wins (the request failed with "no token
+        # left" before).
+        status, full = self.s.json("POST", "/v1/chat/completions",
+                                   chat(response_format={"type": "json_object"}, max_tokens=40,
+                                        min_tokens=30, logit_bias=bias,
+                                        reasoning_effort="none"))
+        self.assertEqual(status, 200, full)
+        self.assertEqual(full["choices"][0]["finish_reason"], "stop", full)
+        self.assertEqual(json.loads(full["choices"][0]["message"]["content"]), {})
         # A schema inside the enforced subset: the keys, the integer and the enum hold even for
         # the random model. +100 on "," and "}" takes each as soon as the schema allows it, so
         # the object is short: {"a": <digits>, "b": "x" or "y"} in some key order.

@@ -1,5 +1,8 @@
 // Engine: scheduler thread, admission against the state budget, chunked prefill, continuous
 // batching, prefix reuse, streaming through StreamDetokenizer + StopMatcher.
+#include <algorithm>
+#include <cmath>
+
 #include "runtime/engine_impl.hpp"
 #include "sampling/logprobs.hpp"
 
@@ -105,7 +108,20 @@ void Engine::Impl::step(EngineRequest& r, int64_t* budget) {
     tok = sampling::DeviceSampling::finish(*r.sampler, *plan, outcome);
   } else {
     if (r.req.top_logprobs >= 0 && r.req.constraint) raw = logits;
-    if (r.req.constraint) r.req.constraint->mask(logits);
+    if (r.req.constraint) {
+      r.req.constraint->mask(logits);
+      // A constraint that leaves only stop tokens (a closed JSON object, a finished forced call)
+      // ends the output before min_tokens: the min_tokens ban would leave nothing to sample (the
+      // request failed with "no token left"), and the constraint must stay completable.
+      if (r.generated < r.req.stop.min_tokens && !r.min_tokens_stops.empty()) {
+        bool other = false;
+        for (size_t v = 0; v < logits.size() && !other; ++v)
+          other = logits[v] != -INFINITY &&
+                  std::find(r.min_tokens_stops.begin(), r.min_tokens_stops.end(),
+                            static_cast<int32_t>(v)) == r.min_tokens_stops.end();
+        if (!other) (void)r.sampler->ban_until({}, 0);
+      }
+    }
     tok = r.sampler->sample(logits);
   }
   if (!tok.is_ok()) return finish(r, FinishReason::kNone, tok.status());
@@ -350,6 +366,7 @@ Result<RequestId> Engine::submit(GenerationRequest request, EventCallback on_eve
     if (request.stop.min_tokens > 0) {  // the stop tokens cannot be drawn before then
       std::vector<int32_t> stops = request.stop.stop_token_ids;
       if (!request.stop.ignore_eos) stops.push_back(eos);
+      r->min_tokens_stops = stops;
       p = r->sampler->ban_until(stops, request.stop.min_tokens);
       if (!p.is_ok()) detail::fail(p.code(), p.message(), __FILE__, __LINE__);
     }

@@ -53,6 +53,7 @@ struct DSV41_INTERNAL EngineRequest {
   int64_t cached = 0;                                      // of which served from the prefix cache
   int32_t pending_token = -1;                              // sampled, not yet appended
   std::optional<sampling::Xoshiro256StarStar> spec_rng;    // acceptance draws (speculative_tokens)
+  std::vector<int32_t> min_tokens_stops;  // the ids min_tokens bans (stop_token_ids, EOS)
   int64_t generated = 0;
   bool cancelled = false;
   bool finished = false;  // the kFinished event was sent

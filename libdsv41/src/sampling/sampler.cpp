@@ -1,6 +1,8 @@
 // Sampler: the chain of sampler.hpp on a float copy of one position's logits.
 #include "dsv41/sampler.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -57,8 +59,9 @@ int32_t Sampler::Impl::run_chain(std::span<const float> logits, std::vector<floa
                             params.presence_penalty);
   const float m = sampling::max_logit(work);
   DSV41_CHECK(m != kBanned, kInvalidArgument,
-              "no token left after logit_bias and penalties: all {} logits are -inf "
+              "no token left after logit_bias{} and penalties: all {} logits are -inf "
               "(SamplerParams.logit_bias has {} entries)",
+              ban_active() ? fmt::format(", the min_tokens ban of {} ids", banned.size()) : "",
               vocab_size, params.logit_bias.size());
   DSV41_CHECK(m != INFINITY, kInvalidArgument,
               "logit of token {} overflowed to +inf after logit_bias and penalties",
