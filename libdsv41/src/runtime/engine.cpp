@@ -287,16 +287,22 @@ void Engine::Impl::run() {
 Result<Engine> Engine::create(const Model& model, const EngineParams& params) {
   Status st = params.validate();
   if (!st.is_ok()) return st;
-  auto impl = std::make_unique<Impl>();
-  impl->model = model.impl();
-  impl->params = params;
-  impl->max_context = std::min(params.max_context, model.info().max_position_embeddings);
-  impl->cache.set_capacity(params.prefix_cache_entries);
-  impl->logger =
-      Logger(parse_log_level(Tunables::from_environment().get_string("DSV41_LOG_LEVEL")));
-  impl->pool =
-      make_kv_pool(impl->model->transformer->config(), static_cast<uint64_t>(params.kv_bytes));
-  impl->stats.kv_bytes_total = params.kv_bytes;
+  std::unique_ptr<Impl> impl;
+  // Under the guard: the tunables read (a bad DSV41_LOG_LEVEL), the pool and the allocations
+  // throw, and no exception may cross the API.
+  st = detail::capture_status([&] {
+    impl = std::make_unique<Impl>();
+    impl->model = model.impl();
+    impl->params = params;
+    impl->max_context = std::min(params.max_context, model.info().max_position_embeddings);
+    impl->cache.set_capacity(params.prefix_cache_entries);
+    impl->logger =
+        Logger(parse_log_level(Tunables::from_environment().get_string("DSV41_LOG_LEVEL")));
+    impl->pool =
+        make_kv_pool(impl->model->transformer->config(), static_cast<uint64_t>(params.kv_bytes));
+    impl->stats.kv_bytes_total = params.kv_bytes;
+  });
+  if (!st.is_ok()) return st;
   if (params.speculative_tokens > 0 && params.speculative_method == "dspark" &&
       !impl->model->backend->has_dspark())
     return Status(ErrorCode::kUnsupported,
@@ -306,10 +312,13 @@ Result<Engine> Engine::create(const Model& model, const EngineParams& params) {
     return Status(ErrorCode::kUnsupported,
                   model.info().model_dir + ": the engine needs tokenizer.json to stream text");
   Impl* raw = impl.get();
-  impl->thread = std::thread([raw] {
-    raw->run();
-    if (raw->owns_itself) delete raw;  // only this thread sets it (shutdown from a callback)
+  st = detail::capture_status([&] {  // std::system_error when no thread can be made
+    impl->thread = std::thread([raw] {
+      raw->run();
+      if (raw->owns_itself) delete raw;  // only this thread sets it (shutdown from a callback)
+    });
   });
+  if (!st.is_ok()) return st;
   return Engine(std::move(impl));
 }
 
@@ -352,10 +361,16 @@ Result<RequestId> Engine::submit(GenerationRequest request, EventCallback on_eve
                   "prompt of " + std::to_string(request.prompt.size()) +
                       " tokens leaves no room to generate within the maximum context of " +
                       std::to_string(e.max_context) + " tokens");
-  auto r = std::make_unique<EngineRequest>();
-  Status images = e.lay_out_images(request, *r);
-  if (!images.is_ok()) return images;
+  std::unique_ptr<EngineRequest> r;
+  Status images = Status::ok();
+  // The image rows are copied here (as large as the images): a bad_alloc is kOutOfMemory.
   Status st = detail::capture_status([&] {
+    r = std::make_unique<EngineRequest>();
+    images = e.lay_out_images(request, *r);
+  });
+  if (!st.is_ok()) return st;
+  if (!images.is_ok()) return images;
+  st = detail::capture_status([&] {
     auto sampler = Sampler::create(request.sampling, info.vocab_size);
     if (!sampler.is_ok())
       detail::fail(sampler.status().code(), sampler.status().message(), __FILE__, __LINE__);

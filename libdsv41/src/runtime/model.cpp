@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "core/check.hpp"
 #include "core/log.hpp"
@@ -119,8 +120,9 @@ void bind_vision(Model::Impl& m) {
 Result<Model> Model::load(const ModelParams& params) {
   Status st = params.validate();
   if (!st.is_ok()) return st;
-  auto impl = std::make_shared<Impl>();
+  std::shared_ptr<Impl> impl;
   st = detail::capture_status([&] {
+    impl = std::make_shared<Impl>();
     const Tunables tun = Tunables::from_environment();
     int threads = params.threads;
     if (threads == 0) threads = static_cast<int>(tun.get_int("DSV41_THREADS"));
@@ -285,11 +287,19 @@ Result<int64_t> Model::image_positions(int width, int height) const {
 
 Result<ImageEmbedding> Model::encode_image(const ImagePixels& image) const {
   if (!impl_->vision) return impl_->vision_error;
-  vision::RgbImage rgb{image.width, image.height,
-                       std::vector<uint8_t>(image.rgb.begin(), image.rgb.end())};
-  Result<vision::ImagePatches> patches = vision::make_patches(rgb, impl_->vision->config());
+  // The pixel copy and the patches allocate as much as the image: under the guard, so a
+  // bad_alloc is kOutOfMemory, not an exception through the API.
+  std::optional<Result<vision::ImagePatches>> made;
+  std::unique_ptr<ImageEmbedding::Impl> e;
+  Status alloc = detail::capture_status([&] {
+    vision::RgbImage rgb{image.width, image.height,
+                         std::vector<uint8_t>(image.rgb.begin(), image.rgb.end())};
+    made.emplace(vision::make_patches(rgb, impl_->vision->config()));
+    e = std::make_unique<ImageEmbedding::Impl>();
+  });
+  if (!alloc.is_ok()) return alloc;
+  Result<vision::ImagePatches>& patches = *made;
   if (!patches.is_ok()) return patches.status();
-  auto e = std::make_unique<ImageEmbedding::Impl>();
   e->layout = patches->layout;
   e->dim = impl_->vision->embedding_dim();
   // FNV-1a 64 over the size and the pixels: equal pixels give equal embeddings.

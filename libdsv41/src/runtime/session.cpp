@@ -141,10 +141,11 @@ sampling::DeviceSampleOutcome session_append_sample(Session::Impl& s, std::span<
 Result<Session> Session::create(const Model& model, const SessionParams& params) {
   Status st = params.validate();
   if (!st.is_ok()) return st;
-  auto impl = std::make_unique<Impl>();
-  impl->model = model.impl();
-  impl->params = params;
+  std::unique_ptr<Impl> impl;
   st = detail::capture_status([&] {
+    impl = std::make_unique<Impl>();
+    impl->model = model.impl();
+    impl->params = params;
     StateOptions o;
     o.max_context = std::min(params.max_context, impl->model->info.max_position_embeddings);
     impl->state = SequenceHandle(impl->model->backend->new_sequence(o));

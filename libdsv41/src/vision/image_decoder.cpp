@@ -6,8 +6,11 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <string>
 
+#include "core/check.hpp"
 #include "vision/image_codecs.hpp"
 
 namespace dsv41::vision {
@@ -41,13 +44,18 @@ Result<RgbImage> decode_image(std::span<const uint8_t> bytes, int64_t max_pixels
   }
   codecs::DecodedPixels d;
   decoder(bytes.data(), bytes.size(), max_pixels, &d);
+  // The codec's malloc'd pixels are freed on every path, the copy's bad_alloc included.
+  const std::unique_ptr<unsigned char, decltype(&std::free)> pixels(d.rgb, &std::free);
   if (!d.rgb)
     return Status(d.unsupported ? ErrorCode::kUnsupported : ErrorCode::kInvalidArgument,
                   fmt::format("image: {}: {}", format, d.error[0] ? d.error : "decoding failed"));
-  RgbImage out{d.width, d.height,
-               std::vector<uint8_t>(d.rgb, d.rgb + size_t{3} * d.width * d.height)};
-  std::free(d.rgb);
-  return out;
+  std::optional<RgbImage> out;
+  Status st = detail::capture_status([&] {
+    out.emplace(RgbImage{d.width, d.height,
+                         std::vector<uint8_t>(d.rgb, d.rgb + size_t{3} * d.width * d.height)});
+  });
+  if (!st.is_ok()) return st;
+  return std::move(*out);
 }
 
 }  // namespace dsv41::vision
