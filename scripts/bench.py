@@ -58,6 +58,9 @@ import threading
 import time
 import urllib.parse
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+import api_key  # noqa: E402  (scripts/lib/api_key.py, shared with smoke.py)
+
 # 96 words (a pass is 8 sentences of 12 words): one pass fits a 512-token test context even with
 # the tiny test tokenizer (about 4 tokens a word), and keeps calibration exact per pass.
 WORDS = """time year people way day man thing woman life child world school
@@ -430,22 +433,10 @@ def main():
             ap.error(f"--{name.replace('_', '-')} must be > 0")
     if a.out and not os.path.isdir(os.path.dirname(os.path.abspath(a.out))):
         ap.error(f"--out {a.out}: no such directory")   # fail now, not after a long run
-    home_key = os.path.expanduser("~/.dsv41-two-sparks/api_key")
-    key, source = a.key, "--key"
-    if a.key is None and a.key_file:
-        source = f"--key-file {a.key_file}"
-    elif a.key is None and os.environ.get("DSV41_API_KEY"):
-        key, source = os.environ["DSV41_API_KEY"], "env DSV41_API_KEY"
-    elif a.key is None and os.path.exists(home_key):
-        a.key_file, source = home_key, home_key
-    elif a.key is None:
-        source = f"no --key, --key-file, env DSV41_API_KEY or {home_key}"
-    if key is None and a.key_file:
-        try:
-            with open(a.key_file) as f:
-                key = f.readline().strip()
-        except OSError as e:
-            ap.error(f"cannot read the key file: {e}")
+    try:
+        key, source = api_key.resolve(a.key, a.key_file)
+    except OSError as e:
+        ap.error(f"cannot read the key file: {e}")
     try:
         client = Client(a.url, key, source, a.model, a.timeout)
     except ValueError as e:   # includes a bad port number

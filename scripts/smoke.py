@@ -21,6 +21,9 @@ import urllib.error
 import urllib.request
 import zlib
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+import api_key  # noqa: E402  (scripts/lib/api_key.py, shared with bench.py)
+
 
 def two_colour_png(w, h):
     """A valid 8-bit RGB PNG: left half red, right half blue."""
@@ -56,18 +59,10 @@ def main():
     ap.add_argument("--allow-no-vision", action="store_true",
                     help="a 400 naming why images cannot be used passes the image check")
     a = ap.parse_args()
-    home_key = os.path.expanduser("~/.dsv41-two-sparks/api_key")
-    key = a.key
-    if key is None and not a.key_file and os.environ.get("DSV41_API_KEY"):
-        key = os.environ["DSV41_API_KEY"]
-    elif key is None and not a.key_file and os.path.exists(home_key):
-        a.key_file = home_key
-    if key is None and a.key_file:
-        try:
-            with open(a.key_file) as f:
-                key = f.readline().strip()
-        except OSError as e:
-            ap.error(f"cannot read the key file: {e}")
+    try:
+        key, source = api_key.resolve(a.key, a.key_file)
+    except OSError as e:
+        ap.error(f"cannot read the key file: {e}")
     failures = 0
 
     def check(name, ok, detail=""):
@@ -79,8 +74,7 @@ def main():
     check("health", status == 200, f"{status} {body}")
     status, body = call(a.url, key, "GET", "/v1/models")
     check("models", status == 200 and a.model in body,
-          f"{status} {body}" + (" (no key: --key, --key-file, DSV41_API_KEY or "
-                                f"{home_key})" if key is None and status == 401 else ""))
+          f"{status} {body}" + (f" ({source})" if key is None and status == 401 else ""))
     base = {"model": a.model, "max_tokens": 16, "temperature": 0,
             "messages": [{"role": "user", "content": "Say hello."}]}
     status, body = call(a.url, key, "POST", "/v1/chat/completions", base)
