@@ -171,8 +171,9 @@ def server_args(extra, model=MODEL):
             "--threads", "1"] + extra
 
 
-def start_pair(fab, port, rank1_extra=(), model=MODEL, both_extra=()):
-    r1 = Proc(fab.cmd(1, server_args(["--rank", "1", "--peer", f"{fab.addr[0]}:{port}",
+def start_pair(fab, port, rank1_extra=(), model=MODEL, both_extra=(), rank1_env=()):
+    env = ["env"] + list(rank1_env) if rank1_env else []  # rank 1's own DSV41_* settings
+    r1 = Proc(fab.cmd(1, env + server_args(["--rank", "1", "--peer", f"{fab.addr[0]}:{port}",
                                       "--tp-bind", fab.addr[1], "--tp-heartbeat-timeout-ms",
                                       "2000"] + list(rank1_extra) + list(both_extra), model)))
     r0 = Proc(fab.cmd(0, server_args(["--rank", "0", "--peer", fab.addr[1], "--tp-bind",
@@ -294,6 +295,15 @@ def test_mismatch(fab, port):
     assert want in r0.text(), r0.text()
     assert want in r1.text(), r1.text()
     print("  rank 0: " + [l for l in r0.log if want in l][0].strip(), flush=True)
+    # RDMA on one rank only: named at the rendezvous (before, the RDMA rank's setup waited for a
+    # peer that never joined it, and the timeout did not mention RDMA).
+    r0, r1 = start_pair(fab, port + 100, rank1_env=["DSV41_TP_IB_DEVICE=mlx5_0"])
+    rc0, rc1 = r0.wait(60), r1.wait(60)
+    want = "TP ranks disagree on setting 'tp_rdma': rank 0 has '0', rank 1 has '1'"
+    print(f"rdma on rank 1 only: rank 0 exit {rc0}, rank 1 exit {rc1}", flush=True)
+    assert rc0 not in (None, 0) and rc1 not in (None, 0), (r0.text(), r1.text())
+    assert want in r0.text(), r0.text()
+    assert want in r1.text(), r1.text()
 
 
 def png_data_url(w, h):

@@ -8,10 +8,13 @@
 // hold bit-identical results.
 #include "parallel/tp_tcp.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <new>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -25,6 +28,11 @@ namespace {
 
 constexpr uint32_t kFrameMagic = 0x46565344;         // "DSVF"
 constexpr uint64_t kMaxPayload = uint64_t{1} << 34;  // 16 GiB: far above any activation
+constexpr uint64_t kMaxAbortReason = 64 * 1024;      // an abort frame's reason text
+// A data frame's payload is received in slices, each counted as traffic by the heartbeat: a
+// frame longer on the wire than the heartbeat timeout (the head's all-gather of a 4096-token
+// chunk is ~1 GB per direction) is a live peer, not a silent one.
+constexpr size_t kRecvSlice = size_t{4} << 20;
 enum class FrameType : uint8_t { kBeat = 1, kData = 2, kAbort = 3 };
 
 struct FrameHeader {
@@ -235,12 +243,13 @@ class TpTcpComm final : public TpComm {
     for (int i = 0; i < 200 && !send_lock.try_lock(); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     if (send_lock.owns_lock() && !mid_frame_) {
-      FrameHeader h{kFrameMagic, FrameType::kAbort, TpOp::kBarrier, 0, 0, 0, 0, reason.size()};
+      const std::string_view text(reason.data(), std::min<size_t>(reason.size(), kMaxAbortReason));
+      FrameHeader h{kFrameMagic, FrameType::kAbort, TpOp::kBarrier, 0, 0, 0, 0, text.size()};
       StopCheck none;
       try {
         auto deadline = Clock::now() + std::chrono::milliseconds(200);
         socket_.send_all(std::as_bytes(std::span(&h, 1)), deadline, none, "abort frame");
-        socket_.send_all(std::as_bytes(std::span(reason.data(), reason.size())), deadline, none,
+        socket_.send_all(std::as_bytes(std::span(text.data(), text.size())), deadline, none,
                          "abort reason");
       } catch (const detail::Failure&) {
       }
@@ -289,11 +298,27 @@ class TpTcpComm final : public TpComm {
         Frame f;
         socket_.recv_all(std::as_writable_bytes(std::span(&f.header, 1)), forever, stop, what);
         const FrameHeader& h = f.header;
-        DSV41_CHECK(h.magic == kFrameMagic && h.payload_bytes <= kMaxPayload, kCorruptFile,
-                    "{}: bad header (magic {:#010x}, {} payload bytes)", what, h.magic,
-                    h.payload_bytes);
+        // Type and size before anything is allocated: a beat carries nothing, an abort a short
+        // reason (a corrupt beat header declaring 12 GiB was allocated, then terminated the rank).
+        const uint64_t cap = h.type == FrameType::kBeat    ? 0
+                             : h.type == FrameType::kAbort ? kMaxAbortReason
+                             : h.type == FrameType::kData  ? kMaxPayload
+                                                           : 0;
+        DSV41_CHECK(h.magic == kFrameMagic &&
+                        (h.type == FrameType::kBeat || h.type == FrameType::kAbort ||
+                         h.type == FrameType::kData) &&
+                        h.payload_bytes <= cap,
+                    kCorruptFile,
+                    "{}: bad header (magic {:#010x}, type {}, {} payload bytes, at most {} for "
+                    "its type)",
+                    what, h.magic, static_cast<int>(h.type), h.payload_bytes, cap);
         f.payload.resize(h.payload_bytes);
-        socket_.recv_all(f.payload, forever, stop, what);
+        for (size_t at = 0; at < f.payload.size(); at += kRecvSlice) {
+          socket_.recv_all(
+              std::span(f.payload).subspan(at, std::min(kRecvSlice, f.payload.size() - at)),
+              forever, stop, what);
+          heartbeat_->saw_traffic();
+        }
         heartbeat_->saw_traffic();
         if (h.type == FrameType::kBeat) continue;
         if (h.type == FrameType::kAbort) {
@@ -302,10 +327,10 @@ class TpTcpComm final : public TpComm {
                            fmt::format("TP peer {} aborted: {}", peer_name_, reason)));
           return;
         }
-        DSV41_CHECK(h.type == FrameType::kData, kCorruptFile, "{}: unknown frame type {}", what,
-                    static_cast<int>(h.type));
         {
           std::lock_guard lock(mu_);
+          DSV41_CHECK(inbox_.count(h.seq) == 0, kCorruptFile, "{}: data frame #{} arrived twice",
+                      what, h.seq);
           inbox_[h.seq] = std::move(f);
         }
         cv_.notify_all();
@@ -313,6 +338,13 @@ class TpTcpComm final : public TpComm {
     } catch (const detail::Failure& f) {
       ErrorCode code = f.code() == ErrorCode::kIo ? ErrorCode::kAborted : f.code();
       fail_link(Status(code, fmt::format("TP link to peer {} lost: {}", peer_name_, f.message())));
+    } catch (const std::bad_alloc&) {  // a thread's escaping exception would std::terminate
+      fail_link(Status(ErrorCode::kOutOfMemory,
+                       fmt::format("TP link to peer {} lost: out of host memory receiving a frame",
+                                   peer_name_)));
+    } catch (const std::exception& e) {
+      fail_link(Status(ErrorCode::kInternal,
+                       fmt::format("TP link to peer {} lost: {}", peer_name_, e.what())));
     }
   }
 

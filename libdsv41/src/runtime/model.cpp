@@ -146,7 +146,12 @@ Result<Model> Model::load(const ModelParams& params) {
                   "the CUDA forward's device buffers",
                   backend);
       tp.settings["tp_nccl"] = nccl ? "1" : "0";
-      impl->comm = connect_tp_link(params.model_dir, tp, tun.get_string("DSV41_TP_IB_DEVICE"),
+      // Both ranks set up the one-shot RDMA all-reduce or neither (a flag, not the device name,
+      // which differs per host): one alone waited for the other's setup until the op timeout
+      // with a message that did not mention RDMA.
+      const std::string ib_device = tun.get_string("DSV41_TP_IB_DEVICE");
+      tp.settings["tp_rdma"] = ib_device.empty() ? "0" : "1";
+      impl->comm = connect_tp_link(params.model_dir, tp, ib_device,
                                    static_cast<int>(tun.get_int("DSV41_TP_IB_GID_INDEX")));
       if (nccl)
         impl->data_comm =
