@@ -126,6 +126,17 @@ bool OutputParser::step_text(bool final) {
   const size_t p = hit.pos;
   if (hit.marker == kDsmlTagOpen || hit.marker == kDsmlTagClose) {
     const size_t q = buf_.find('>', p);
+    // Another marker before the anchor's '>' (a </think>, the end-of-sentence marker, a real
+    // tag): the anchor is stray text and that '>' is not its own. Only the anchor is dropped
+    // ("I will use <｜DSML｜ now</think>..." took the </think> and put the answer in reasoning).
+    const MarkerHit next = find_first_marker(
+        buf_, {markers::kThinkEnd, markers::kThinkStart, kEos, kDsmlTagOpen, kDsmlTagClose},
+        p + hit.marker.size());
+    if (next.pos != std::string::npos && (q == std::string::npos || next.pos < q)) {
+      warn("stray DSML anchor dropped");
+      buf_.erase(p, hit.marker.size());
+      return true;
+    }
     if (q == std::string::npos || q - p > kMaxTagBytes) {
       if (!final && q == std::string::npos && buf_.size() - p <= kMaxTagBytes) {
         const size_t n = strip_separator(buf_, p);
@@ -276,6 +287,15 @@ bool OutputParser::step_param(bool final) {
       return true;
     }
     const size_t q = buf_.find('>', hit.pos);
+    // Another anchor before this one's '>': this one is value text (a file's content that
+    // mentions the marker), and the '>' belongs to the next tag, possibly the real closing one
+    // (the reference reads up to "</｜DSML｜ parameter"; this anchor swallowed it).
+    const MarkerHit next =
+        find_first_marker(buf_, {kDsmlTagOpen, kDsmlTagClose, kEos}, hit.pos + hit.marker.size());
+    if (next.pos != std::string::npos && (q == std::string::npos || next.pos < q)) {
+      from = hit.pos + 1;
+      continue;
+    }
     if (q == std::string::npos || q - hit.pos > kMaxTagBytes) {
       if (q == std::string::npos && buf_.size() - hit.pos <= kMaxTagBytes) {
         append_value(before);

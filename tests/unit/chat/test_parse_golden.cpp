@@ -150,3 +150,37 @@ TEST_CASE("chat parser: dropped markup never splices text into a DSML anchor", "
     }
   }
 }
+
+TEST_CASE("chat parser: a stray DSML anchor does not take the next marker's '>'", "[unit][chat]") {
+  // In a parameter value (a file that mentions the marker): the anchor is value text and the
+  // real closing tag still closes the value (it swallowed the closing tag, then the next one).
+  const std::string value =
+      "\n\n<｜DSML｜ calls>\n<｜DSML｜ invoke name=\"f\">\n"
+      "<｜DSML｜ parameter name=\"s\" string=\"true\">a <｜DSML｜ b</｜DSML｜ parameter>\n"
+      "<｜DSML｜ parameter name=\"n\" string=\"false\">5</｜DSML｜ parameter>\n"
+      "</｜DSML｜ invoke>\n</｜DSML｜ calls>";
+  // In reasoning: only the anchor is dropped; </think> still ends the reasoning (it was taken as
+  // the anchor's '>' and the answer landed in reasoning).
+  const std::string reasoning = "I will use <｜DSML｜ now</think>The answer is 4.";
+  for (const auto& [raw, thinking] : {std::pair{value, false}, std::pair{reasoning, true}}) {
+    std::vector<std::vector<size_t>> schemes = {{}};
+    std::vector<size_t> every;
+    for (size_t i = 1; i < raw.size(); ++i) {
+      every.push_back(i);
+      schemes.push_back({i});
+    }
+    schemes.push_back(every);
+    for (const auto& cuts : schemes) {
+      INFO(raw << " in " << cuts.size() + 1 << " chunks, first cut "
+               << (cuts.empty() ? 0 : cuts[0]));
+      const ParsedMessage got = test::parse_in_chunks(raw, cuts, thinking);
+      if (!thinking) {
+        REQUIRE(got.tool_calls.size() == 1);
+        CHECK(got.tool_calls[0].arguments_json == R"({"s": "a <｜DSML｜ b", "n": 5})");
+      } else {
+        CHECK(got.reasoning_content == "I will use  now");
+        CHECK(got.content == "The answer is 4.");
+      }
+    }
+  }
+}
