@@ -156,6 +156,27 @@ TEST_CASE("tp bad input: a follower refuses an op it cannot apply and aborts the
   r.expect_refusal("TP follower: forward of unknown sequence 42");
 }
 
+TEST_CASE("tp bad input: a follower refuses a fork onto a live id and a release of an unknown one",
+          "[tp][model]") {
+  {  // The two ranks' sequence tables disagree: named, not a silent replace.
+    RawRank0 r;
+    r.open_sequence(7);
+    r.open_sequence(8);
+    MirrorHeader fork;
+    fork.op = MirrorOp::kFork;
+    fork.id = 8;
+    fork.arg = 7;
+    r.send(fork);
+    r.expect_refusal("TP follower: fork onto sequence 8, which exists");
+  }
+  RawRank0 r;
+  MirrorHeader release;
+  release.op = MirrorOp::kRelease;
+  release.id = 9;
+  r.send(release);
+  r.expect_refusal("TP follower: release of sequence 9, which does not exist");
+}
+
 TEST_CASE("tp bad input: a follower refuses image rows that disagree with their flags",
           "[tp][model]") {
   RawRank0 r;

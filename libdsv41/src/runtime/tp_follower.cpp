@@ -58,13 +58,17 @@ Status run_follower(const ForwardBackend& backend, parallel::TpComm& comm, int64
           break;
         }
         case MirrorOp::kFork: {
+          // As kNew: an id that exists means the two ranks' sequence tables disagree (a silent
+          // replace hid the desynchronisation).
+          DSV41_CHECK(!seqs.count(h.id), kInternal,
+                      "TP follower: fork onto sequence {}, which exists", h.id);
           const BackendSequence& from = find(seqs, static_cast<uint64_t>(h.arg), "fork");
-          seqs.insert_or_assign(h.id,
-                                from.clone(h.max_context > 0 ? h.max_context : from.max_context()));
+          seqs.emplace(h.id, from.clone(h.max_context > 0 ? h.max_context : from.max_context()));
           break;
         }
         case MirrorOp::kRelease:
-          seqs.erase(h.id);
+          DSV41_CHECK(seqs.erase(h.id) == 1, kInternal,
+                      "TP follower: release of sequence {}, which does not exist", h.id);
           break;
         case MirrorOp::kReset:
           find(seqs, h.id, "reset").reset();
