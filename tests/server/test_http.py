@@ -373,6 +373,7 @@ class ServerTest(unittest.TestCase):
         self.assertEqual(status, 200, full)
         self.assertEqual(full["choices"][0]["finish_reason"], "stop", full)
         self.assertEqual(json.loads(full["choices"][0]["message"]["content"]), {})
+        self.assertLess(full["usage"]["completion_tokens"], 30, full)  # ended at "{}", not later
         # A schema inside the enforced subset: the keys, the integer and the enum hold even for
         # the random model. +100 on "," and "}" takes each as soon as the schema allows it, so
         # the object is short: {"a": <digits>, "b": "x" or "y"} in some key order.

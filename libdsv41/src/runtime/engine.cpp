@@ -119,7 +119,10 @@ void Engine::Impl::step(EngineRequest& r, int64_t* budget) {
           other = logits[v] != -INFINITY &&
                   std::find(r.min_tokens_stops.begin(), r.min_tokens_stops.end(),
                             static_cast<int32_t>(v)) == r.min_tokens_stops.end();
-        if (!other) (void)r.sampler->ban_until({}, 0);
+        if (!other) {
+          (void)r.sampler->ban_until({}, 0);
+          r.stop->end_min_tokens();  // and the stop token ends it now, not min_tokens later
+        }
       }
     }
     tok = r.sampler->sample(logits);

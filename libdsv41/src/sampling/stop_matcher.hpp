@@ -53,6 +53,9 @@ class StopMatcher {
 
   bool finished() const { return finished_; }
   int64_t num_tokens() const { return num_tokens_; }
+  // Stop rules apply from the next token on whatever min_tokens said (the Engine lifts min_tokens
+  // when a constraint leaves only stop tokens: the output is complete).
+  void end_min_tokens() { params_.min_tokens = 0; }
 
  private:
   bool is_stop_token(int32_t token) const;
