@@ -169,12 +169,26 @@ TEST_CASE("tp bad input: a follower refuses a fork onto a live id and a release 
     r.send(fork);
     r.expect_refusal("TP follower: fork onto sequence 8, which exists");
   }
+  {
+    RawRank0 r;
+    MirrorHeader release;
+    release.op = MirrorOp::kRelease;
+    release.id = 9;
+    r.send(release);
+    r.expect_refusal("TP follower: release of sequence 9, which does not exist");
+  }
+  // A forward announcing more tokens than the sequence can hold (or more image rows than
+  // tokens): refused from the header, before 4 GiB of ids would be allocated.
   RawRank0 r;
-  MirrorHeader release;
-  release.op = MirrorOp::kRelease;
-  release.id = 9;
-  r.send(release);
-  r.expect_refusal("TP follower: release of sequence 9, which does not exist");
+  r.open_sequence(3);
+  MirrorHeader h;
+  h.op = MirrorOp::kForward;
+  h.id = 3;
+  h.n_tokens = 1u << 30;
+  r.send(h);
+  r.expect_refusal(
+      "TP follower: forward of sequence 3 announces 1073741824 tokens and 0 image rows, with room "
+      "for 64 tokens");
 }
 
 TEST_CASE("tp bad input: a follower refuses image rows that disagree with their flags",

@@ -175,6 +175,20 @@ TEST_CASE("tp threads: a corrupt frame header fails the link by name, nothing al
   REQUIRE(s.message().find("bad header") != std::string::npos);
   REQUIRE(s.message().find("type 1, 8589934592 payload bytes, at most 0 for its type") !=
           std::string::npos);
+  // The peer is told why: after any beats and the barrier's data frame, an abort frame (type 3)
+  // whose reason names the header.
+  for (;;) {
+    std::array<uint8_t, 32> reply{};
+    peer.recv_all(std::as_writable_bytes(std::span(reply)), deadline, none, "frame header");
+    uint64_t payload_bytes = 0;
+    std::memcpy(&payload_bytes, reply.data() + 24, 8);
+    REQUIRE(payload_bytes < 65536);
+    std::string body(payload_bytes, '\0');
+    peer.recv_all(std::as_writable_bytes(std::span(body)), deadline, none, "frame payload");
+    if (reply[4] != 3) continue;
+    REQUIRE(body.find("bad header") != std::string::npos);
+    break;
+  }
 }
 
 // A data frame longer on the wire than the heartbeat timeout: 12 MiB trickled over ~2 s against

@@ -257,17 +257,13 @@ class TpTcpComm final : public TpComm {
     socket_.shutdown_both();
   }
 
-  // Failures seen by the reader or the heartbeat: the link, not this rank, is
-  // at fault.
+  // Failures seen by the reader or the heartbeat: the link, not this rank, is at fault. The peer
+  // is told why as for a local failure (a corrupt frame, a silent peer): it reported only "the
+  // peer closed the connection".
   void fail_link(Status s) {
     if (stopping_) return;
-    {
-      std::lock_guard lock(mu_);
-      if (!failure_.is_ok()) return;
-      failure_ = std::move(s);
-    }
-    cv_.notify_all();
-    socket_.shutdown_both();
+    const std::string reason = s.message();
+    poison(std::move(s), reason);
   }
 
   void send_beat() {

@@ -77,6 +77,16 @@ Status run_follower(const ForwardBackend& backend, parallel::TpComm& comm, int64
           find(seqs, h.id, "rollback").rollback(h.arg);
           break;
         case MirrorOp::kForward: {
+          // Sizes before anything is allocated for them (n_tokens and image_rows are 32-bit: a
+          // corrupt header asked for up to 16 GiB of ids and image_rows x hidden floats). An
+          // unknown sequence is refused after its payload, below, as before.
+          if (const auto it = seqs.find(h.id); it != seqs.end()) {
+            const int64_t room = it->second->max_context() - it->second->pos();
+            DSV41_CHECK(h.n_tokens <= room && h.image_rows <= h.n_tokens, kCorruptFile,
+                        "TP follower: forward of sequence {} announces {} tokens and {} image "
+                        "rows, with room for {} tokens",
+                        h.id, h.n_tokens, h.image_rows, room);
+          }
           std::vector<int32_t> ids(h.n_tokens);
           recv(comm, ids);
           // Image rows: every payload is received before any check, so a refusal below aborts
