@@ -27,6 +27,8 @@ constexpr uint32_t kHeaderLimit = 64 * 1024;
 // After an early error response (413, 400) the rest of the request is read and dropped for at
 // most this long, so the client sees the response instead of a reset connection.
 constexpr auto kDrainTime = std::chrono::seconds(2);
+// The first read of a request (what arrived so far, up to this much).
+constexpr size_t kFirstRead = 4096;
 
 // IMF-fixdate of now, for the Date header every response carries (RFC 9110 §6.6.1).
 std::string http_date() {
@@ -114,7 +116,25 @@ void Connection::read_header() {
   parser_->header_limit(kHeaderLimit);
   parser_->body_limit(static_cast<uint64_t>(limits_.max_body_bytes));
   idle_ = true;
+  if (buffer_.size() > 0) return read_request();  // pipelined bytes: the request has begun
+  // Between requests the idle timeout runs until the first byte; from there one read timeout
+  // covers the header and the body (the idle timer used to cover the header too, so a client
+  // trickling its header held a slot for idle + read timeout).
   stream_.expires_after(std::chrono::seconds(limits_.idle_timeout_s));
+  stream_.async_read_some(buffer_.prepare(kFirstRead),
+                          [self = shared_from_this()](beast::error_code ec, size_t n) {
+                            self->buffer_.commit(n);
+                            if (ec)
+                              return self->close();  // idle timeout, the client left, shutdown
+                            if (self->skip_empty_lines() && self->buffer_.size() == 0)
+                              return self->read_header();
+                            self->read_request();
+                          });
+}
+
+void Connection::read_request() {
+  idle_ = false;
+  stream_.expires_after(std::chrono::seconds(limits_.read_timeout_s));
   http::async_read_header(
       stream_, buffer_, *parser_,
       [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
@@ -150,8 +170,7 @@ void Connection::on_header(beast::error_code ec) {
   read_body();
 }
 
-void Connection::read_body() {
-  stream_.expires_after(std::chrono::seconds(limits_.read_timeout_s));
+void Connection::read_body() {  // under read_request()'s timeout
   http::async_read(stream_, buffer_, *parser_,
                    [self = shared_from_this()](beast::error_code e, size_t) { self->on_body(e); });
 }

@@ -41,6 +41,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   bool skip_empty_lines();
   void read_header();
+  void read_request();
   void on_header(boost::beast::error_code ec);
   void read_body();
   void on_body(boost::beast::error_code ec);

@@ -801,6 +801,44 @@ class SpeculativeTest(unittest.TestCase):
         self.assertIn("num_nextn_predict_layers = 0", proc.stderr)
 
 
+class TimeoutTest(unittest.TestCase):
+    def test_read_timeout_covers_the_header_idle_only_the_wait(self):
+        # --read-timeout-s 2, --idle-timeout-s 5: a header trickled a byte per 0.3 s is cut at
+        # ~2 s from its first byte (the idle timer covered the header: ~5 s); a connection that
+        # sends nothing stays open for the idle timeout.
+        s = Server(BINARY, MODEL, "--read-timeout-s", "2", "--idle-timeout-s", "5")
+        try:
+            def closed_after(trickle):
+                sock = socket.create_connection(("127.0.0.1", s.port))
+                sock.settimeout(0.3)
+                t0 = time.time()
+                header = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100
+                i = 0
+                try:
+                    while time.time() - t0 < 15:
+                        if trickle and i < len(header):
+                            sock.sendall(header[i:i + 1])
+                            i += 1
+                        try:
+                            if sock.recv(4096) == b"":
+                                return time.time() - t0
+                        except socket.timeout:
+                            pass
+                except (BrokenPipeError, ConnectionResetError):
+                    return time.time() - t0
+                finally:
+                    sock.close()
+                return None
+            trickled = closed_after(True)
+            self.assertIsNotNone(trickled)
+            self.assertLess(trickled, 3.5, f"closed after {trickled:.1f} s")
+            waited = closed_after(False)
+            self.assertIsNotNone(waited)
+            self.assertGreater(waited, 4.0, f"an idle connection closed after {waited:.1f} s")
+        finally:
+            s.stop()
+
+
 class DescriptorExhaustionTest(unittest.TestCase):
     def test_accept_loop_waits_when_descriptors_run_out(self):
         # More idle connections than descriptors (RLIMIT_NOFILE lowered to 64 on the running
