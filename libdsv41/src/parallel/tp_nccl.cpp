@@ -101,6 +101,13 @@ class TpNcclComm final : public TpComm {
       }
       if (s.is_ok() && ctl.abort != nullptr && ctl.abort->load())
         s = Status(ErrorCode::kAborted, fmt::format("{}: aborted by the caller", op));
+      // The TCP bootstrap's heartbeat and abort() end a pending collective too (a stopped or
+      // vanished peer otherwise cost the whole 30 s deadline).
+      if (s.is_ok()) {
+        const Status link = bootstrap_->health();
+        if (!link.is_ok())
+          s = Status(ErrorCode::kAborted, fmt::format("{}: {}", op, link.message()));
+      }
       if (s.is_ok() && std::chrono::steady_clock::now() >= deadline)
         s = Status(ErrorCode::kTimeout,
                    fmt::format("{}: not complete within {} ms", op, timeout.count()));
@@ -144,10 +151,16 @@ Result<std::unique_ptr<TpComm>> make_tp_nccl(std::unique_ptr<TpComm> bootstrap, 
   ncclComm_t comm = nullptr;
   ncclResult_t r = ncclCommInitRankConfig(&comm, 2, id, bootstrap->rank(), &config);
   auto deadline = std::chrono::steady_clock::now() + init_timeout;
+  Status link = Status::ok();
   while (r == ncclInProgress || r == ncclSuccess) {
     ncclResult_t state = ncclInProgress;
     ncclCommGetAsyncError(comm, &state);
     if (state == ncclSuccess) break;
+    // The other rank's setup failed and it closed the link: no need to wait for init_timeout.
+    if (link = bootstrap->health(); !link.is_ok()) {
+      r = ncclSystemError;
+      break;
+    }
     if (state != ncclInProgress || std::chrono::steady_clock::now() >= deadline) {
       r = state == ncclInProgress ? ncclSystemError : state;
       break;
@@ -156,6 +169,9 @@ Result<std::unique_ptr<TpComm>> make_tp_nccl(std::unique_ptr<TpComm> bootstrap, 
   }
   if (r != ncclSuccess && r != ncclInProgress) {
     if (comm != nullptr) ncclCommAbort(comm);
+    if (!link.is_ok())
+      return Status(ErrorCode::kAborted,
+                    fmt::format("NCCL communicator init: the TP link failed: {}", link.message()));
     return Status(ErrorCode::kAborted,
                   fmt::format("NCCL communicator init failed or timed out after {} ms: {}",
                               init_timeout.count(), ncclGetErrorString(r)));
