@@ -142,34 +142,50 @@ TEST_CASE("tp threads: bind address not on this host -> kIo naming it", "[tp][pa
   REQUIRE(r.status().message().find("bind(10.77.0.1:") != std::string::npos);
 }
 
-// Rank 1 as a raw socket after a real handshake, then a corrupt frame header: a beat declaring
-// 8 GiB of payload. The reader refuses it by type before allocating (it used to allocate the
-// 8 GiB, and a bad_alloc in the reader thread terminated the process), and rank 0's next call
-// fails naming the header.
+namespace {
+
+// Rank 0 (a real TpTcp, connected on a thread) and rank 1 as a raw socket after a real handshake:
+// the test writes frames by hand. deadline bounds every socket call of the test.
+struct RawPeerPair {
+  Result<std::unique_ptr<TpComm>> r0 = Status(ErrorCode::kInternal, "unset");
+  Clock::time_point deadline = Clock::now() + std::chrono::seconds(30);
+  StopCheck none = [] { return Status::ok(); };
+  TcpSocket peer;
+
+  explicit RawPeerPair(TpParams p0) {
+    std::thread t([&] { r0 = connect_tp_tcp(p0, test_handshake()); });
+    const TpParams p1 = loopback_params(1, p0.port);
+    peer = TcpSocket::connect_to(p1.bind_address, p1.peer_address, p1.port, deadline, none);
+    Handshake mine = test_handshake();
+    mine.rank = 1;
+    mine.world = 2;
+    (void)exchange_handshake(peer, mine, deadline, none);
+    t.join();
+    REQUIRE(r0.is_ok());
+  }
+  // FrameHeader: magic "DSVF" (LE), type (1 beat, 2 data, 3 abort), op, root, pad, seq, logical
+  // and payload bytes.
+  void send_header(uint8_t type, uint64_t logical_bytes, uint64_t payload_bytes) {
+    std::array<uint8_t, 32> header{};
+    const uint32_t magic = 0x46565344;
+    std::memcpy(header.data(), &magic, 4);
+    header[4] = type;
+    std::memcpy(header.data() + 16, &logical_bytes, 8);
+    std::memcpy(header.data() + 24, &payload_bytes, 8);
+    peer.send_all(std::as_bytes(std::span(header)), deadline, none, "frame header");
+  }
+};
+
+}  // namespace
+
+// A corrupt frame header: a beat declaring 8 GiB of payload. The reader refuses it by type
+// before allocating (it used to allocate the 8 GiB, and a bad_alloc in the reader thread
+// terminated the process), and rank 0's next call fails naming the header.
 TEST_CASE("tp threads: a corrupt frame header fails the link by name, nothing allocated",
           "[tp][parallel]") {
-  const uint16_t port = tp_test::free_port();
-  Result<std::unique_ptr<TpComm>> r0 = Status(ErrorCode::kInternal, "unset");
-  std::thread t([&] { r0 = connect_tp_tcp(loopback_params(0, port), test_handshake()); });
-  const TpParams p1 = loopback_params(1, port);
-  const auto deadline = Clock::now() + std::chrono::seconds(20);
-  const StopCheck none = [] { return Status::ok(); };
-  TcpSocket peer = TcpSocket::connect_to(p1.bind_address, p1.peer_address, p1.port, deadline, none);
-  Handshake mine = test_handshake();
-  mine.rank = 1;
-  mine.world = 2;
-  (void)exchange_handshake(peer, mine, deadline, none);
-  t.join();
-  REQUIRE(r0.is_ok());
-  // FrameHeader: magic "DSVF" (LE), type 1 = beat, op, root, pad, seq, logical and payload bytes.
-  std::array<uint8_t, 32> header{};
-  const uint32_t magic = 0x46565344;
-  const uint64_t payload = uint64_t{1} << 33;
-  std::memcpy(header.data(), &magic, 4);
-  header[4] = 1;
-  std::memcpy(header.data() + 24, &payload, 8);
-  peer.send_all(std::as_bytes(std::span(header)), deadline, none, "corrupt header");
-  const Status s = (*r0)->barrier();
+  RawPeerPair r(loopback_params(0, tp_test::free_port()));
+  r.send_header(1, 0, uint64_t{1} << 33);
+  const Status s = (*r.r0)->barrier();
   INFO(s.to_string());
   REQUIRE(s.code() == ErrorCode::kCorruptFile);
   REQUIRE(s.message().find("bad header") != std::string::npos);
@@ -179,12 +195,12 @@ TEST_CASE("tp threads: a corrupt frame header fails the link by name, nothing al
   // whose reason names the header.
   for (;;) {
     std::array<uint8_t, 32> reply{};
-    peer.recv_all(std::as_writable_bytes(std::span(reply)), deadline, none, "frame header");
+    r.peer.recv_all(std::as_writable_bytes(std::span(reply)), r.deadline, r.none, "frame header");
     uint64_t payload_bytes = 0;
     std::memcpy(&payload_bytes, reply.data() + 24, 8);
     REQUIRE(payload_bytes < 65536);
     std::string body(payload_bytes, '\0');
-    peer.recv_all(std::as_writable_bytes(std::span(body)), deadline, none, "frame payload");
+    r.peer.recv_all(std::as_writable_bytes(std::span(body)), r.deadline, r.none, "frame payload");
     if (reply[4] != 3) continue;
     REQUIRE(body.find("bad header") != std::string::npos);
     break;
@@ -195,35 +211,17 @@ TEST_CASE("tp threads: a corrupt frame header fails the link by name, nothing al
 // a 1 s timeout. Bytes still arriving are a live peer (the heartbeat counted only whole frames
 // and declared the peer silent mid-frame).
 TEST_CASE("tp threads: a slow large frame keeps the link alive", "[tp][parallel]") {
-  const uint16_t port = tp_test::free_port();
-  TpParams p0 = loopback_params(0, port);
+  TpParams p0 = loopback_params(0, tp_test::free_port());
   p0.heartbeat_timeout = std::chrono::milliseconds(1000);
-  Result<std::unique_ptr<TpComm>> r0 = Status(ErrorCode::kInternal, "unset");
-  std::thread t([&] { r0 = connect_tp_tcp(p0, test_handshake()); });
-  const TpParams p1 = loopback_params(1, port);
-  const auto deadline = Clock::now() + std::chrono::seconds(30);
-  const StopCheck none = [] { return Status::ok(); };
-  TcpSocket peer = TcpSocket::connect_to(p1.bind_address, p1.peer_address, p1.port, deadline, none);
-  Handshake mine = test_handshake();
-  mine.rank = 1;
-  mine.world = 2;
-  (void)exchange_handshake(peer, mine, deadline, none);
-  t.join();
-  REQUIRE(r0.is_ok());
+  RawPeerPair r(p0);
   const uint64_t payload = uint64_t{12} << 20;
-  std::array<uint8_t, 32> header{};
-  const uint32_t magic = 0x46565344;
-  std::memcpy(header.data(), &magic, 4);
-  header[4] = 2;  // data
-  std::memcpy(header.data() + 16, &payload, 8);
-  std::memcpy(header.data() + 24, &payload, 8);
-  peer.send_all(std::as_bytes(std::span(header)), deadline, none, "header");
+  r.send_header(2, payload, payload);
   const std::vector<std::byte> piece(256 << 10);
   for (uint64_t sent = 0; sent < payload; sent += piece.size()) {
-    peer.send_all(piece, deadline, none, "payload");
+    r.peer.send_all(piece, r.deadline, r.none, "payload");
     std::this_thread::sleep_for(std::chrono::milliseconds(40));
   }
-  const Status h = (*r0)->health();
+  const Status h = (*r.r0)->health();
   INFO(h.to_string());
   REQUIRE(h.is_ok());
 }

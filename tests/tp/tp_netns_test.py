@@ -286,24 +286,24 @@ def test_server(fab, port):
     r1.stop(9)
 
 
-def test_mismatch(fab, port):
-    r0, r1 = start_pair(fab, port, ["--kv-bytes", "123456789"])
+def expect_both_refuse(label, r0, r1, want):
+    """Both ranks exit non-zero and name `want` (the rendezvous compares the same handshake)."""
     rc0, rc1 = r0.wait(60), r1.wait(60)
-    want = "TP ranks disagree on setting 'kv_bytes'"
-    print(f"mismatch: rank 0 exit {rc0}, rank 1 exit {rc1}", flush=True)
+    print(f"{label}: rank 0 exit {rc0}, rank 1 exit {rc1}", flush=True)
     assert rc0 not in (None, 0) and rc1 not in (None, 0), (r0.text(), r1.text())
     assert want in r0.text(), r0.text()
     assert want in r1.text(), r1.text()
     print("  rank 0: " + [l for l in r0.log if want in l][0].strip(), flush=True)
+
+
+def test_mismatch(fab, port):
+    expect_both_refuse("mismatch", *start_pair(fab, port, ["--kv-bytes", "123456789"]),
+                       "TP ranks disagree on setting 'kv_bytes'")
     # RDMA on one rank only: named at the rendezvous (before, the RDMA rank's setup waited for a
     # peer that never joined it, and the timeout did not mention RDMA).
-    r0, r1 = start_pair(fab, port + 100, rank1_env=["DSV41_TP_IB_DEVICE=mlx5_0"])
-    rc0, rc1 = r0.wait(60), r1.wait(60)
-    want = "TP ranks disagree on setting 'tp_rdma': rank 0 has '0', rank 1 has '1'"
-    print(f"rdma on rank 1 only: rank 0 exit {rc0}, rank 1 exit {rc1}", flush=True)
-    assert rc0 not in (None, 0) and rc1 not in (None, 0), (r0.text(), r1.text())
-    assert want in r0.text(), r0.text()
-    assert want in r1.text(), r1.text()
+    expect_both_refuse("rdma on rank 1 only",
+                       *start_pair(fab, port + 100, rank1_env=["DSV41_TP_IB_DEVICE=mlx5_0"]),
+                       "TP ranks disagree on setting 'tp_rdma': rank 0 has '0', rank 1 has '1'")
 
 
 def png_data_url(w, h):
